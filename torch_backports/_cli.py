@@ -1,0 +1,145 @@
+"""`torch-backports status | check`, also `python -m torch_backports`."""
+
+import argparse
+import json
+import sys
+from typing import List, Optional
+
+import torch_backports
+
+from . import _environment, _probe, _records, _registry, _versions
+
+# States that leave a needed backport inactive in a new process.
+_INACTIVE = (_records.PENDING, _records.DISABLED, _records.FAILED)
+
+
+def gather(probe: bool = True) -> dict:
+    """Everything `status` shows, as one JSON-ready dict."""
+    version = _environment.torch_version()
+    report = {
+        "torch_backports": torch_backports.__version__,
+        "package": _environment.package_location(),
+        "python": _environment.interpreter(),
+        "torch": version,
+        "startup": {
+            "files": _environment.startup_files(),
+            "this_interpreter": torch_backports._startup_state,
+            "error": torch_backports._startup_error,
+        },
+        "new_process": None,
+        "backports": [],
+    }
+    result = _probe.probe_new_process() if (probe and version) else None
+    if result is not None:
+        report["new_process"] = {
+            "ok": result.ok,
+            "failure": result.failure,
+            "import_error": result.import_error,
+            "startup_state": result.startup_state,
+            "startup_error": result.startup_error,
+            "notes": result.notes,
+        }
+    by_name = {r["name"]: r for r in (result.records if result and result.ok else [])}
+    for record in _records.snapshot():
+        row = by_name.get(record.name) or record.as_dict()
+        if version is None:
+            row = dict(row, reason="torch is not installed in this environment")
+        elif result is None:
+            row = dict(row, reason="not probed (--no-probe)")
+        elif not result.ok:
+            row = dict(row, state=_records.FAILED, reason=result.failure)
+        row["torch"] = row.get("torch") or version
+        report["backports"].append(row)
+    return report
+
+
+def problems(report: dict) -> List[str]:
+    """Why a backport this torch needs would not be active in a new process."""
+    if report["torch"] is None:
+        return []
+    try:
+        release = _versions.release_of(report["torch"])
+    except (_versions.UnknownRelease, ImportError) as exc:
+        return ["cannot judge torch %r: %s" % (report["torch"], exc)]
+    found = []
+    new = report["new_process"] or {}
+    for row in report["backports"]:
+        if not _registry.get(row["name"]).needed_by(release) or row["state"] not in _INACTIVE:
+            continue
+        reason = row["reason"]
+        if row["state"] == _records.PENDING:
+            reason = "the startup hook did not arm in a new process (state %r%s)" % (
+                new.get("startup_state"),
+                "; no torch_backports.pth in a site directory" if not report["startup"]["files"] else "",
+            )
+        found.append("%s is needed by torch %s but %s: %s" % (row["name"], report["torch"], row["state"], reason))
+    return found
+
+
+def _print_table(report: dict) -> None:
+    startup = report["startup"]
+    new = report["new_process"] or {}
+    lines = [
+        "torch-backports %s (%s)" % (report["torch_backports"], report["package"]),
+        "python          %s" % report["python"],
+        "torch           %s" % (report["torch"] or "not installed"),
+        "startup hook    %s" % (", ".join(startup["files"]) or "NOT installed in a site directory"),
+        "  here          %s%s" % (startup["this_interpreter"],
+                                  " (%s)" % startup["error"] if startup["error"] else ""),
+    ]
+    if new:
+        lines.append("  new process   %s" % (new.get("startup_state") or new.get("failure")))
+        if new.get("import_error"):
+            lines.append("  torch import  failed: %s" % new["import_error"])
+        for note in new.get("notes") or []:
+            lines.append("  note          %s" % note)
+    lines.append("")
+    header = ("backport", "affects", "state", "reason")
+    rows = [(r["name"], r["affects"], r["state"], r["reason"]) for r in report["backports"]]
+    widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(3)]
+    for row in [header] + rows:
+        lines.append("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)) + "  " + str(row[3]))
+    for r in report["backports"]:
+        lines.append("")
+        lines.append("%s: %s" % (r["name"], r["summary"]))
+        lines.extend("  " + link for link in r["upstream"])
+    print("\n".join(lines))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="torch-backports",
+        description="Show or check the torch backports of this environment.",
+    )
+    commands = parser.add_subparsers(dest="command")
+    status = commands.add_parser("status", help="show each backport and its state (the default)")
+    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    status.add_argument("--no-probe", action="store_true",
+                        help="do not start a new process to import torch's inductor")
+    check = commands.add_parser(
+        "check", help="exit 1 if a backport this torch needs would not be active in a new process"
+    )
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+
+    report = gather(probe=not getattr(args, "no_probe", False))
+    if args.command == "check":
+        found = problems(report)
+        if args.json:
+            print(json.dumps({"ok": not found, "problems": found, "report": report}, indent=2))
+        elif found:
+            print("torch-backports check FAILED:\n" + "\n".join("  " + p for p in found))
+        else:
+            print("torch-backports check passed: every backport torch %s needs is active."
+                  % report["torch"] if report["torch"] else
+                  "torch-backports check passed: torch is not installed, nothing is needed.")
+        return 1 if found else 0
+    if getattr(args, "json", False):
+        print(json.dumps(report, indent=2))
+    else:
+        _print_table(report)
+    return 0
+
+
+def entry_point() -> None:
+    sys.exit(main())

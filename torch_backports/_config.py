@@ -1,0 +1,61 @@
+"""The TORCH_BACKPORTS_DISABLE opt-out."""
+
+import os
+from dataclasses import dataclass
+from typing import Collection, FrozenSet, Mapping, Optional, Tuple
+
+ENV_DISABLE = "TORCH_BACKPORTS_DISABLE"
+
+_ENABLED_WORDS = frozenset({"", "0", "false", "no", "off"})
+_ALL_WORDS = frozenset({"1", "true", "yes", "on", "all"})
+
+
+@dataclass(frozen=True)
+class OptOut:
+    """What TORCH_BACKPORTS_DISABLE turns off."""
+
+    everything: bool
+    names: FrozenSet[str]
+    unknown: Tuple[str, ...]
+
+    def disables(self, name: str) -> bool:
+        return self.everything or name in self.names
+
+    def describe(self) -> str:
+        if self.everything:
+            return "%s turns off every backport" % ENV_DISABLE
+        return "%s lists %s" % (ENV_DISABLE, ", ".join(sorted(self.names)))
+
+
+def read_opt_out(
+    known: Collection[str], environ: Optional[Mapping[str, str]] = None
+) -> OptOut:
+    """Parse TORCH_BACKPORTS_DISABLE against the `known` backport names.
+
+    The value is only compared with fixed words and names, never evaluated.
+    Names are matched case-insensitively with '_' and '-' alike, since users
+    type them from memory.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_DISABLE, "")
+    word = raw.strip().lower()
+    if word in _ENABLED_WORDS:
+        return OptOut(False, frozenset(), ())
+    if word in _ALL_WORDS:
+        return OptOut(True, frozenset(), ())
+    by_key = {_key(name): name for name in known}
+    names = set()
+    unknown = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name = by_key.get(_key(part))
+        if name is None:
+            unknown.append(part)
+        else:
+            names.add(name)
+    return OptOut(False, frozenset(names), tuple(unknown))
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")

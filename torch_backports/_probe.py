@@ -1,0 +1,70 @@
+"""What torch-backports does in a new process of this environment.
+
+The CLI itself never imports torch: it starts a child interpreter with the
+same executable and environment, which imports torch's inductor as a user
+program would and reports the records. The child's own output (torch's
+warnings, for instance) is captured and never shown.
+"""
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+_MARKER = "torch-backports-probe:"
+
+# Runs in the child. It imports torch._inductor.codecache first, so that the
+# startup hook (if site ran it) is what applies the patch, exactly as in a
+# user's program; torch_backports is imported only afterwards, to read out.
+_CHILD = """
+import json, sys
+error = None
+try:
+    import torch._inductor.codecache
+except BaseException as exc:
+    error = "%s: %s" % (type(exc).__name__, exc)
+import torch_backports, torch_backports._records as r
+print(MARKER + json.dumps({
+    "import_error": error,
+    "startup_state": torch_backports._startup_state,
+    "startup_error": torch_backports._startup_error,
+    "records": torch_backports.status(),
+    "notes": r.notes(),
+}))
+""".replace("MARKER", repr(_MARKER))
+
+
+@dataclass
+class ProbeResult:
+    """The child's report, or why there is none."""
+
+    ok: bool
+    import_error: Optional[str] = None
+    startup_state: Optional[str] = None
+    startup_error: Optional[str] = None
+    records: List[dict] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    failure: Optional[str] = None
+
+
+def probe_new_process(timeout: float = 300.0) -> ProbeResult:
+    """Start `python -c ...` in this environment and collect its records."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return ProbeResult(ok=False, failure="could not start a new process: %s" % exc)
+    for line in done.stdout.splitlines():
+        if line.startswith(_MARKER):
+            data = json.loads(line[len(_MARKER):])
+            return ProbeResult(ok=True, **data)
+    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return ProbeResult(
+        ok=False, failure="the new process exited with %s: %s" % (done.returncode, tail)
+    )

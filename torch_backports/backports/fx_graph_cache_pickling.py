@@ -1,0 +1,129 @@
+"""Failed pickling of an FX graph cache key bypasses the cache instead of crashing.
+
+Upstream:
+  https://github.com/pytorch/pytorch/pull/173577  pybind11 RuntimeError -> bypass
+  https://github.com/pytorch/pytorch/issues/164682  OpOverload._op in the key
+  https://github.com/pytorch/pytorch/issues/176532  tensor parallel: cyclic ValueError
+  https://github.com/pytorch/pytorch/issues/179597  flattened DeviceMesh: cyclic ValueError
+  https://github.com/vllm-project/vllm/pull/38205   vLLM's 2.10-only, ValueError-only fix
+
+FxGraphCache.prepare_key catches only BypassFxGraphCache, so any other error
+out of FxGraphCachePickler.dumps ends torch.compile with BackendCompilerFailed.
+Read from each release's torch/_inductor/codecache.py, the errors that dumps
+lets escape are:
+
+  release       pickle.PicklingError  ValueError (fast mode, cycle)  pybind11 RuntimeError
+  2.5 and older escapes               cannot occur (no fast mode)    escapes
+  2.6 - 2.9     escapes               escapes                        escapes
+  2.10          caught                escapes                        escapes
+  2.11+         caught                caught                         caught
+
+TypeError and AttributeError are caught by every release. 2.11 logs
+"Failed to pickle cache key" with exc_info on codecache's logger and raises
+BypassFxGraphCache("Failed to pickle cache key") from the error; this patch
+does the same on 2.6 - 2.10, for exactly the errors each one lets escape.
+2.5 and older have a classmethod dumps and are not covered. The wrapper goes
+around the whole of the shipped dumps, whose `finally` resets the stream.
+AOTAutogradCachePickler inherits dumps, so it is covered too.
+"""
+
+import inspect
+import logging
+import pickle
+from types import ModuleType
+from typing import Callable, Tuple, Type
+
+from .._backport import Backport, Release, Revert
+
+NAME = "fx-graph-cache-pickling"
+
+# Set on our wrapper, so that a second copy of torch-backports, or a second
+# trigger, sees that dumps is already patched. wrapt keeps attributes named
+# _self_* on the wrapper itself instead of passing them to the function.
+_MARK = "_self_torch_backports_" + NAME.replace("-", "_")
+
+_MESSAGE = "Failed to pickle cache key"
+
+
+def _is_pybind11_refusal(error: BaseException) -> bool:
+    """pybind11 objects without pickle support raise a RuntimeError like
+    '<pybind11_builtins.... object at 0x...> is not pickleable.'; 2.11 tells
+    them from other RuntimeErrors by these two phrases, and so do we."""
+    text = str(error)
+    return isinstance(error, RuntimeError) and "pybind11" in text and "is not pickleable" in text
+
+
+def escaping_types(release: Release) -> Tuple[Type[Exception], ...]:
+    """The exception types that `release`'s dumps lets escape, besides the
+    pybind11 RuntimeError, which every covered release lets escape."""
+    if release <= (2, 9):
+        return (pickle.PicklingError, ValueError)
+    return (ValueError,)
+
+
+def _check_shape(pickler: type) -> Callable:
+    """Return the shipped dumps, or raise if it is not the one we know."""
+    dumps = pickler.__dict__.get("dumps")
+    if dumps is None:
+        raise AttributeError("FxGraphCachePickler defines no dumps of its own")
+    if getattr(dumps, _MARK, False):
+        raise RuntimeError("FxGraphCachePickler.dumps is already patched")
+    if not inspect.isfunction(dumps):
+        raise TypeError("FxGraphCachePickler.dumps is a %s, not a function" % type(dumps).__name__)
+    if list(inspect.signature(dumps).parameters) != ["self", "obj"]:
+        raise TypeError("FxGraphCachePickler.dumps%s is not (self, obj)" % inspect.signature(dumps))
+    if not issubclass(pickler, pickle.Pickler):
+        raise TypeError("FxGraphCachePickler is no longer a pickle.Pickler")
+    return dumps
+
+
+def apply(codecache: ModuleType, release: Release) -> Revert:
+    """Wrap codecache.FxGraphCachePickler.dumps for `release`; return the undo."""
+    import wrapt
+
+    pickler = codecache.FxGraphCachePickler
+    bypass = codecache.BypassFxGraphCache
+    if not (isinstance(bypass, type) and issubclass(bypass, Exception)):
+        raise TypeError("BypassFxGraphCache is not an exception class")
+    original = _check_shape(pickler)
+    escaping = escaping_types(release)
+    # The same logger object torch's own `log = logging.getLogger(__name__)`
+    # returns, so the warning looks and filters exactly like 2.11's.
+    log = logging.getLogger(codecache.__name__)
+
+    def convert(wrapped, instance, args, kwargs):
+        try:
+            return wrapped(*args, **kwargs)
+        except bypass:
+            raise
+        except Exception as error:
+            if not (isinstance(error, escaping) or _is_pybind11_refusal(error)):
+                raise
+            log.warning(_MESSAGE, exc_info=True)
+            raise bypass(_MESSAGE) from error
+
+    wrapper = wrapt.FunctionWrapper(original, convert)
+    setattr(wrapper, _MARK, True)
+    pickler.dumps = wrapper
+
+    def revert() -> None:
+        if pickler.__dict__.get("dumps") is wrapper:
+            pickler.dumps = original
+
+    return revert
+
+
+BACKPORT = Backport(
+    name=NAME,
+    summary="torch.compile bypasses the FX graph cache, instead of crashing with "
+    "BackendCompilerFailed, when the cache key cannot be pickled",
+    upstream=(
+        "https://github.com/pytorch/pytorch/pull/173577",
+        "https://github.com/pytorch/pytorch/issues/176532",
+        "https://github.com/pytorch/pytorch/issues/179597",
+    ),
+    target="torch._inductor.codecache",
+    first_affected=(2, 6),
+    last_affected=(2, 10),
+    apply=apply,
+)
