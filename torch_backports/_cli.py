@@ -30,6 +30,8 @@ def gather(probe: bool = True) -> dict:
         "backports": [],
     }
     result = _probe.probe_new_process() if (probe and version) else None
+    if result is not None and result.torch_version:
+        version = report["torch"] = str(result.torch_version)
     if result is not None:
         report["new_process"] = {
             "ok": result.ok,

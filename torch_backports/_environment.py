@@ -11,13 +11,18 @@ STARTUP_FILES = ("torch_backports.pth", "torch_backports.start")
 
 
 def torch_version() -> Optional[str]:
-    """The installed torch distribution's version, read from its metadata."""
+    """The installed torch's version from its metadata, without importing it.
+
+    A torch without metadata (a source tree on sys.path) gives "unknown";
+    no importable torch at all gives None.
+    """
     from importlib import metadata
+    from importlib.util import find_spec
 
     try:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
-        return None
+        return "unknown" if find_spec("torch") is not None else None
 
 
 def site_directories() -> List[str]:

@@ -19,14 +19,16 @@ _MARKER = "torch-backports-probe:"
 # user's program; torch_backports is imported only afterwards, to read out.
 _CHILD = """
 import json, sys
-error = None
+error = version = None
 try:
     import torch._inductor.codecache
 except BaseException as exc:
     error = "%s: %s" % (type(exc).__name__, exc)
+version = getattr(sys.modules.get("torch"), "__version__", None)
 import torch_backports, torch_backports._records as r
 print(MARKER + json.dumps({
     "import_error": error,
+    "torch_version": version if isinstance(version, str) else None,
     "startup_state": torch_backports._startup_state,
     "startup_error": torch_backports._startup_error,
     "records": torch_backports.status(),
@@ -41,6 +43,7 @@ class ProbeResult:
 
     ok: bool
     import_error: Optional[str] = None
+    torch_version: Optional[str] = None
     startup_state: Optional[str] = None
     startup_error: Optional[str] = None
     records: List[dict] = field(default_factory=list)

@@ -1,0 +1,61 @@
+"""Shared helpers: the fake torch, and running code in a fresh interpreter.
+
+Tests that start interpreters rely on torch-backports being pip-installed in
+the interpreter running pytest (tox does that from the built wheel), so that
+site processes torch_backports.pth exactly as it would for a user.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+FAKE_TORCH = TESTS / "fake_torch"
+SITE_PACKAGES = sysconfig.get_paths()["purelib"]
+
+
+def child_env(extra: Optional[Dict[str, str]] = None, fake_torch: bool = False) -> Dict[str, str]:
+    """The current environment, minus our opt-out and any PYTHONPATH, plus `extra`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TORCH_BACKPORTS_", "FAKE_TORCH_")) and k != "PYTHONPATH"}
+    if fake_torch:
+        env["PYTHONPATH"] = str(FAKE_TORCH)
+    env.update(extra or {})
+    return env
+
+
+def run_python(code: str, *, flags: Sequence[str] = (), env: Optional[Dict[str, str]] = None,
+               fake_torch: bool = False, timeout: float = 600, cwd: Optional[str] = None):
+    """Run `code` in a new interpreter of this environment; never raises on failure."""
+    return subprocess.run(
+        [sys.executable, *flags, "-c", code],
+        env=child_env(env, fake_torch=fake_torch),
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd,
+    )
+
+
+def last_json(stdout: str):
+    """The last line of `stdout` that parses as JSON."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise AssertionError("no JSON line in output:\n" + stdout)
+
+
+def pth_installed() -> bool:
+    return (Path(SITE_PACKAGES) / "torch_backports.pth").is_file()
+
+
+@pytest.fixture(scope="session")
+def installed():
+    """Skip-proof guard: tests that start interpreters need the .pth installed."""
+    assert pth_installed(), (
+        "torch-backports is not pip-installed in %s; run the tests through tox" % SITE_PACKAGES)

@@ -1,0 +1,1 @@
+"""Fake torch._inductor: real torch imports this package before codecache."""
