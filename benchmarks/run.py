@@ -1,0 +1,229 @@
+"""What torch-backports costs, as ratios measured side by side in one run.
+
+usage: python benchmarks/run.py [--quick] [--torch VERSION] [--workdir DIR] [--json FILE]
+
+Each benchmark compares environment A (torch-backports pip-installed from a
+freshly built wheel) with environment B (identical, without it). B is built
+first; A is a hard-linked copy of B with the wheel pip-installed on top, so
+the two share every torch file and differ only in torch-backports. pip
+byte-compiles what it installs, so both run from .pyc files. Runs of A and
+B alternate after a warm-up, and each figure is the median of many runs with
+its min - max. Nothing here asserts a threshold; the targets are printed
+beside the figures for a person to read.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPILE = Path(__file__).with_name("compile_small.py")
+DUMPS = Path(__file__).with_name("dumps_bench.py")
+
+# (name, what, target text)
+TARGETS = {
+    "startup": ("interpreter start, `python -c pass`, no torch", "<= 1.03 (aim 1.01)"),
+    "rss": ("peak RSS of that process, A - B", "<= +0.5 MiB"),
+    "import_torch": ("`import torch`", "<= 1.01"),
+    "cold_compile": ("first torch.compile, cold inductor cache", "<= 1.01"),
+    "warm_compile": ("same compile from a second process, cache hit", "<= 1.01"),
+    "dumps": ("FxGraphCachePickler.dumps on a real cache key, patched vs original", "<= 1.02"),
+}
+
+
+def sh(*cmd, env=None, cwd=None) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, cwd=cwd)
+    if done.returncode != 0:
+        raise SystemExit("failed: %s\n%s" % (" ".join(map(str, cmd)), done.stderr[-3000:]))
+    return done
+
+
+def clean_env(extra: Dict[str, str] = None) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TORCH_BACKPORTS_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(extra or {})
+    return env
+
+
+def build_wheel(workdir: Path) -> Path:
+    out = workdir / "wheel"
+    shutil.rmtree(out, ignore_errors=True)
+    sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, ROOT)
+    return next(out.glob("torch_backports-*.whl"))
+
+
+def make_pair(workdir: Path, name: str, requirements: List[str], wheel: Path) -> Tuple[Path, Path]:
+    """Venvs B (requirements only) and A (B plus torch-backports); returns
+    their pythons as (A, B). B is reused across runs if it exists."""
+    base = workdir / (name + "-without")
+    if not (base / ".complete").exists():
+        shutil.rmtree(base, ignore_errors=True)
+        sh(sys.executable, "-m", "venv", base)
+        # wrapt and packaging are torch-backports' dependencies; giving them
+        # to B too keeps A - B down to torch-backports itself.
+        sh(base / "bin" / "python", "-m", "pip", "install", "-q", "wrapt", "packaging",
+           *requirements, env=clean_env())
+        (base / ".complete").write_text("")
+    with_ = workdir / (name + "-with")
+    shutil.rmtree(with_, ignore_errors=True)
+    sh("cp", "-al", base, with_)
+    sh(with_ / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", wheel, env=clean_env())
+    for venv, has in ((with_, True), (base, False)):
+        found = sh(venv / "bin" / "python", "-c",
+                   "import sys; print('torch_backports' in sys.modules)", env=clean_env())
+        assert found.stdout.strip() == str(has), (venv, found.stdout)
+    return with_ / "bin" / "python", base / "bin" / "python"
+
+
+def timed_run(cmd: List[str], env: Dict[str, str]) -> Tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit("benchmark run failed: %s" % " ".join(map(str, cmd)))
+    return elapsed, usage.ru_maxrss
+
+
+def interleave(runs: int, warmup: int, a: Callable[[], Tuple[float, int]],
+               b: Callable[[], Tuple[float, int]]) -> Dict[str, List]:
+    """Alternate A and B (ABBA order, so neither always goes first)."""
+    for _ in range(warmup):
+        a(), b()
+    out = {"a": [], "b": []}
+    for i in range(runs):
+        order = (("a", a), ("b", b)) if i % 2 == 0 else (("b", b), ("a", a))
+        for key, fn in order:
+            out[key].append(fn())
+    return out
+
+
+def summarize(values_a: List[float], values_b: List[float]) -> dict:
+    ratios = sorted(x / y for x, y in zip(values_a, values_b))
+    return {"median_a": statistics.median(values_a), "median_b": statistics.median(values_b),
+            "ratio": statistics.median(values_a) / statistics.median(values_b),
+            "pair_ratio_min": ratios[0], "pair_ratio_max": ratios[-1], "runs": len(values_a)}
+
+
+def bench_startup(py_a, py_b, runs, warmup) -> Tuple[dict, dict]:
+    env = clean_env()
+    data = interleave(runs, warmup, lambda: timed_run([py_a, "-c", "pass"], env),
+                      lambda: timed_run([py_b, "-c", "pass"], env))
+    times = summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+    rss_a = [r for _, r in data["a"]]
+    rss_b = [r for _, r in data["b"]]
+    diffs = sorted((x - y) / 1024 for x, y in zip(rss_a, rss_b))
+    rss = {"median_a": statistics.median(rss_a) / 1024, "median_b": statistics.median(rss_b) / 1024,
+           "diff_mib": (statistics.median(rss_a) - statistics.median(rss_b)) / 1024,
+           "pair_diff_min": diffs[0], "pair_diff_max": diffs[-1], "runs": runs}
+    return times, rss
+
+
+def bench_command(py_a, py_b, args, runs, warmup, env_for=None) -> dict:
+    def one(py):
+        env = clean_env(env_for() if env_for else None)
+        try:
+            return timed_run([py, *args], env)
+        finally:
+            if env_for:
+                shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
+
+    data = interleave(runs, warmup, lambda: one(py_a), lambda: one(py_b))
+    return summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+
+
+def bench_warm(py_a, py_b, runs, warmup, workdir) -> dict:
+    caches = {}
+    for key, py in (("a", py_a), ("b", py_b)):
+        caches[key] = str(workdir / ("warm-cache-" + key))
+        shutil.rmtree(caches[key], ignore_errors=True)
+        sh(py, COMPILE, env=clean_env({"TORCHINDUCTOR_CACHE_DIR": caches[key]}))
+
+    def one(key, py):
+        return timed_run([py, COMPILE], clean_env({"TORCHINDUCTOR_CACHE_DIR": caches[key]}))
+
+    data = interleave(runs, warmup, lambda: one("a", py_a), lambda: one("b", py_b))
+    return summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+
+
+def bench_dumps(py_a, runs, workdir) -> dict:
+    cache = str(workdir / "dumps-cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    done = sh(py_a, DUMPS, str(runs), env=clean_env({"TORCHINDUCTOR_CACHE_DIR": cache}))
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fmt_row(key: str, result: dict) -> str:
+    what, target = TARGETS[key]
+    if key == "rss":
+        figure = "%+.3f MiB (pairs %+.3f .. %+.3f; A %.1f, B %.1f MiB)" % (
+            result["diff_mib"], result["pair_diff_min"], result["pair_diff_max"],
+            result["median_a"], result["median_b"])
+    else:
+        unit, scale = ("us", 1e6) if key == "dumps" else ("ms", 1e3)
+        figure = "%.4f (pairs %.3f .. %.3f; A %.1f %s, B %.1f %s)" % (
+            result["ratio"], result["pair_ratio_min"], result["pair_ratio_max"],
+            result["median_a"] * scale, unit, result["median_b"] * scale, unit)
+    return "| %s | %s | %s | %d |" % (what, figure, target, result["runs"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few repetitions: checks it works")
+    parser.add_argument("--torch", default="2.10.0", help="torch release for the torch benchmarks")
+    parser.add_argument("--workdir", default=str(ROOT / "benchmarks" / ".work"))
+    parser.add_argument("--json", default=None, help="write results here too "
+                        "(default: benchmarks/results/latest[-quick].json)")
+    args = parser.parse_args()
+    workdir = Path(args.workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    quick = args.quick
+    n = {"startup": 20 if quick else 400, "torch": 3 if quick else 40,
+         "compile": 2 if quick else 15, "dumps": 200 if quick else 20000}
+
+    wheel = build_wheel(workdir)
+    plain_a, plain_b = make_pair(workdir, "plain", [], wheel)
+    torch_a, torch_b = make_pair(workdir, "torch-" + args.torch, ["torch==" + args.torch], wheel)
+
+    results = {}
+    results["startup"], results["rss"] = bench_startup(plain_a, plain_b, n["startup"], 5)
+    results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"], 1)
+    results["cold_compile"] = bench_command(
+        torch_a, torch_b, [COMPILE], n["compile"], 1,
+        env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")})
+    results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], 1, workdir)
+    results["dumps"] = bench_dumps(torch_a, n["dumps"], workdir)
+
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": quick,
+            "torch": args.torch, "python": platform.python_version(),
+            "machine": "%s, %d cores, %s" % (platform.machine(), os.cpu_count() or 0,
+                                             platform.platform()),
+            "command": "python benchmarks/run.py" + (" --quick" if quick else "")
+            + ("" if args.torch == "2.10.0" else " --torch " + args.torch)}
+    lines = ["| what (A = with torch-backports, B = without) | A/B median (min .. max of paired runs) "
+             "| target | runs |", "|---|---|---|---|"]
+    lines += [fmt_row(key, results[key]) for key in TARGETS]
+    print("%s, torch %s, Python %s, %s%s" % (meta["date"], meta["torch"], meta["python"],
+                                            meta["machine"], " (quick)" if quick else ""))
+    print("\n".join(lines))
+    out = Path(args.json) if args.json else (
+        ROOT / "benchmarks" / "results" / ("latest-quick.json" if quick else "latest.json"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    print("wrote", out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
