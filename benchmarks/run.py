@@ -189,8 +189,9 @@ def main() -> int:
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     quick = args.quick
-    n = {"startup": 20 if quick else 400, "torch": 3 if quick else 40,
-         "compile": 2 if quick else 15, "dumps": 200 if quick else 20000}
+    n = {"startup": 20 if quick else 400, "torch": 2 if quick else 40,
+         "compile": 1 if quick else 15, "dumps": 200 if quick else 20000}
+    warm = 0 if quick else 1
 
     wheel = build_wheel(workdir)
     plain_a, plain_b = make_pair(workdir, "plain", [], wheel)
@@ -198,11 +199,11 @@ def main() -> int:
 
     results = {}
     results["startup"], results["rss"] = bench_startup(plain_a, plain_b, n["startup"], 5)
-    results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"], 1)
+    results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"], warm)
     results["cold_compile"] = bench_command(
-        torch_a, torch_b, [COMPILE], n["compile"], 1,
+        torch_a, torch_b, [COMPILE], n["compile"], warm,
         env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")})
-    results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], 1, workdir)
+    results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], warm, workdir)
     results["dumps"] = bench_dumps(torch_a, n["dumps"], workdir)
 
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": quick,
