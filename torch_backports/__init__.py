@@ -40,6 +40,12 @@ _startup_state = "idle"
 _startup_error = None  # type: Optional[str]
 _lock = None
 
+# What we catch from our own code and from modules imported on our behalf
+# (wrapt, packaging): SystemExit too, since a broken or shadowed module can
+# raise it on import, and it must not end the host's import of torch. A
+# KeyboardInterrupt is the user's, so it propagates.
+_CONTAINED = (Exception, SystemExit)
+
 
 class _TriggerWatcher:
     """A meta path finder that finds nothing and notices trigger imports.
@@ -77,7 +83,7 @@ def _arm_from_watcher(watcher: _TriggerWatcher) -> None:
             # (wrapt, logging) do not come back through this watcher.
             sys.meta_path.remove(watcher)
         _arm()
-    except Exception as exc:  # never let our failure fail torch's import
+    except _CONTAINED as exc:  # never let our failure fail torch's import
         _startup_state = "failed"
         _set_error(exc)
 
@@ -123,7 +129,7 @@ def install() -> None:
                 _startup_state = "watching"
         if inductor_loaded:
             _arm()
-    except Exception as exc:
+    except _CONTAINED as exc:
         _startup_state = "failed"
         _set_error(exc)
 

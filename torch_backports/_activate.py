@@ -10,9 +10,9 @@ import logging
 import sys
 import threading
 from types import ModuleType
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
-from . import _config, _records, _registry, _versions
+from . import _CONTAINED, _config, _records, _registry, _versions
 from ._backport import Backport, Revert
 
 logger = logging.getLogger("torch_backports")
@@ -37,14 +37,14 @@ def arm() -> None:
         _armed = True
     try:
         import wrapt
-    except Exception as exc:  # ImportError, or a wrapt that fails to import
+    except _CONTAINED as exc:  # ImportError, or a wrapt that fails to import
         for backport in _registry.BACKPORTS:
             _fail(backport, "wrapt could not be imported (%s: %s)" % (type(exc).__name__, exc))
         return
     for backport in _registry.BACKPORTS:
         try:
             wrapt.register_post_import_hook(_hook_for(backport), backport.target)
-        except Exception as exc:
+        except _CONTAINED as exc:
             _fail(backport, "registering the import hook failed (%s: %s)" % (type(exc).__name__, exc))
 
 
@@ -52,7 +52,7 @@ def _hook_for(backport: Backport) -> Callable[[ModuleType], None]:
     def hook(module: ModuleType) -> None:
         try:
             apply(backport, module)
-        except Exception as exc:
+        except _CONTAINED as exc:
             _fail(backport, "%s: %s" % (type(exc).__name__, exc))
 
     return hook
@@ -68,7 +68,8 @@ def apply(backport: Backport, module: ModuleType) -> str:
         version_text = version if isinstance(version, str) else None
         opt_out = _config.read_opt_out(_registry.names())
         for name in opt_out.unknown:
-            _records.add_note("%s names no backport: %r" % (_config.ENV_DISABLE, name))
+            if not _records.add_note("%s names no backport: %r" % (_config.ENV_DISABLE, name)):
+                continue  # warned already, for an earlier backport
             logger.warning(
                 "%s names no backport %r; known backports: %s",
                 _config.ENV_DISABLE, name, ", ".join(_registry.names()),
@@ -102,13 +103,13 @@ def revert(name: str) -> bool:
         return True
 
 
-def _set(backport: Backport, state: str, reason: str, version: "str | None" = None) -> str:
+def _set(backport: Backport, state: str, reason: str, version: "Optional[str]" = None) -> str:
     _records.set_state(backport.name, state, reason, version)
     logger.debug("%s: %s (%s)", backport.name, state, reason)
     return state
 
 
-def _fail(backport: Backport, reason: str, version: "str | None" = None) -> str:
+def _fail(backport: Backport, reason: str, version: "Optional[str]" = None) -> str:
     if version is None:
         found = getattr(sys.modules.get("torch"), "__version__", None)
         version = found if isinstance(found, str) else None

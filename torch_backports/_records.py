@@ -69,10 +69,13 @@ def snapshot() -> List[Record]:
     return [get(backport.name) for backport in _registry.BACKPORTS]
 
 
-def add_note(note: str) -> None:
+def add_note(note: str) -> bool:
+    """Keep `note` for status; False if it was already kept."""
     with _lock:
-        if note not in _notes:
-            _notes.append(note)
+        if note in _notes:
+            return False
+        _notes.append(note)
+        return True
 
 
 def notes() -> List[str]:

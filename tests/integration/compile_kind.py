@@ -10,6 +10,7 @@ Prints one JSON line with the outcome and inductor's counters.
 """
 
 import json
+import os
 import sys
 
 import torch
@@ -56,7 +57,7 @@ def model(x):
 
 compiled = torch.compile(model, options={"post_grad_custom_post_pass": KeyedPass()})
 x = torch.arange(8, dtype=torch.float32)
-result = {"kind": KIND, "torch": torch.__version__}
+result = {"kind": KIND, "torch": torch.__version__, "rank": os.environ.get("RANK")}
 try:
     out = compiled(x)
     result.update(outcome="compiled", correct=bool(torch.allclose(out, model(x))))
