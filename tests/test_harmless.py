@@ -79,8 +79,11 @@ def test_startup_opens_only_its_own_module(tmp_path):
             path.startswith(package + "/__pycache__/__init__."), path
     line = (Path(SITE_PACKAGES) / "torch_backports.pth").read_text()
     for event, args in result["events"]:
-        if event == "compile":  # site compiling the .pth line itself, to exec it
-            assert args == [repr(line.encode()), "<string>"], args
+        if event == "compile":
+            # site compiling the .pth line to exec it, or the import system
+            # compiling our module where no .pyc is fresh (editable installs)
+            assert args == [repr(line.encode()), "<string>"] or \
+                args[1] == package + "/__init__.py", args
             continue
         assert not event.startswith(FORBIDDEN_PREFIXES), (event, args)
         assert not any(str(tmp_path) in str(a) for a in args), (event, args)
