@@ -4,8 +4,10 @@ cache key. It never imports torch_backports; the .pth does whatever is done.
 usage: python compile_kind.py KIND   (KIND: fine, PicklingError, ValueError, pybind11)
 
 The object goes into the key through a public extension point: inductor
-hashes the uuid() of a CustomGraphPass set as post_grad_custom_post_pass,
-so whatever uuid() returns is pickled by FxGraphCachePickler.dumps.
+hashes the uuid() of the CustomGraphPass set as the inductor config's
+post_grad_custom_post_pass, so whatever uuid() returns is pickled by
+FxGraphCachePickler.dumps. The config is set directly, not through
+torch.compile(options=...), which 2.6 does not apply to the cache key.
 Prints one JSON line with the outcome and inductor's counters.
 """
 
@@ -14,6 +16,7 @@ import os
 import sys
 
 import torch
+import torch._inductor.config
 from torch._dynamo.utils import counters
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
@@ -55,7 +58,8 @@ def model(x):
     return torch.sin(x) * 2 + 1
 
 
-compiled = torch.compile(model, options={"post_grad_custom_post_pass": KeyedPass()})
+torch._inductor.config.post_grad_custom_post_pass = KeyedPass()
+compiled = torch.compile(model)
 x = torch.arange(8, dtype=torch.float32)
 result = {"kind": KIND, "torch": torch.__version__, "rank": os.environ.get("RANK")}
 try:
