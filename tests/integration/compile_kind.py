@@ -11,8 +11,10 @@ torch.compile(options=...), which 2.6 does not apply to the cache key.
 Prints one JSON line with the outcome and inductor's counters.
 """
 
+import io
 import json
 import os
+import pickle
 import sys
 
 import torch
@@ -46,6 +48,23 @@ def key_part():
     raise SystemExit("unknown kind %r" % KIND)
 
 
+def error_kind(obj):
+    """Which kind of error pickling `obj` raises in fast mode, as dumps does
+    (older pybind11 builds refuse some objects with TypeError instead)."""
+    pickler = pickle.Pickler(io.BytesIO())
+    pickler.fast = True
+    try:
+        pickler.dump(obj)
+    except pickle.PicklingError:
+        return "PicklingError"
+    except RuntimeError as exc:
+        text = str(exc)
+        return "pybind11" if "pybind11" in text and "is not pickleable" in text else "RuntimeError"
+    except Exception as exc:
+        return type(exc).__name__
+    return None
+
+
 class KeyedPass(CustomGraphPass):
     def __call__(self, graph):
         return None
@@ -61,7 +80,8 @@ def model(x):
 torch._inductor.config.post_grad_custom_post_pass = KeyedPass()
 compiled = torch.compile(model)
 x = torch.arange(8, dtype=torch.float32)
-result = {"kind": KIND, "torch": torch.__version__, "rank": os.environ.get("RANK")}
+result = {"kind": KIND, "torch": torch.__version__, "rank": os.environ.get("RANK"),
+          "raises": error_kind(key_part())}
 try:
     out = compiled(x)
     result.update(outcome="compiled", correct=bool(torch.allclose(out, model(x))))

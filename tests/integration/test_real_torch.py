@@ -51,7 +51,14 @@ def compile_kind(kind, cache_dir, disable=None):
     done = subprocess.run([sys.executable, str(SCRIPT), kind], env=child_env(env),
                           capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
-    return last_json(done.stdout), done.stderr
+    result = last_json(done.stdout)
+    if kind != "fine" and result["raises"] != kind:
+        # Only the pybind11 object depends on the build: torch 2.6's older
+        # pybind11 refuses it with TypeError, which every release catches.
+        assert kind == "pybind11", result
+        pytest.skip("on torch %s this object raises %s, not the pybind11 RuntimeError"
+                    % (result["torch"], result["raises"]))
+    return result, done.stderr
 
 
 def cli(*args, env=None):
