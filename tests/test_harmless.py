@@ -14,19 +14,25 @@ from conftest import SITE_PACKAGES, last_json, run_python
 pytestmark = pytest.mark.usefixtures("installed")
 
 # Runs with -S: installs the audit hook, then lets site do its usual work.
-# An event is ours if our package or site's handling of our .pth is on the
-# stack. '' (the working directory) is taken off sys.path first: a normal
-# start adds it only after site has run.
+# An event is ours if our package, or the exec of our .pth line, is on the
+# stack; site's own reading of the .pth (and, on 3.13, the codec it loads
+# for that) is not. '' (the working directory) is taken off sys.path first:
+# a normal start adds it only after site has run.
 AUDITED_START = r"""
-import sys
+import sys, sysconfig
+site_file = sysconfig.get_paths()["stdlib"] + "/site.py"
 events = []
 busy = []
 def ours():
-    frame = sys._getframe(1)
+    frame = sys._getframe(2)  # the code that raised the event
+    if frame.f_code.co_filename in ("<frozen site>", site_file):
+        return False  # site's own work: reading .pth files, loading codecs
     while frame is not None:
         name = frame.f_code.co_filename
-        if PACKAGE in name or (frame.f_code.co_name == "addpackage"
-                               and frame.f_locals.get("name") == "torch_backports.pth"):
+        caller = frame.f_back
+        if PACKAGE in name or (name == "<string>" and caller is not None
+                               and caller.f_code.co_name == "addpackage"
+                               and caller.f_locals.get("name") == "torch_backports.pth"):
             return True
         frame = frame.f_back
     return False
@@ -73,17 +79,14 @@ def test_startup_opens_only_its_own_module(tmp_path):
     package = str(Path(result["pkg"]).parent)
     opened = [args[0] for event, args in result["events"] if event == "open"]
     assert opened, "the audit hook saw nothing: the test would prove nothing"
-    pth = str(Path(SITE_PACKAGES) / "torch_backports.pth")
     for path in opened:
-        assert path == pth or path.startswith(package + "/__init__.") or \
+        assert path.startswith(package + "/__init__.") or \
             path.startswith(package + "/__pycache__/__init__."), path
-    line = (Path(SITE_PACKAGES) / "torch_backports.pth").read_text()
     for event, args in result["events"]:
         if event == "compile":
-            # site compiling the .pth line to exec it, or the import system
-            # compiling our module where no .pyc is fresh (editable installs)
-            assert args == [repr(line.encode()), "<string>"] or \
-                args[1] == package + "/__init__.py", args
+            # the import system compiling our module where no .pyc is fresh
+            # (editable installs)
+            assert args[1] == package + "/__init__.py", args
             continue
         assert not event.startswith(FORBIDDEN_PREFIXES), (event, args)
         assert not any(str(tmp_path) in str(a) for a in args), (event, args)
