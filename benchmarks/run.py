@@ -116,11 +116,16 @@ def summarize(values_a: List[float], values_b: List[float]) -> dict:
             "pair_ratio_min": ratios[0], "pair_ratio_max": ratios[-1], "runs": len(values_a)}
 
 
+def summarize_times(data: Dict[str, List]) -> dict:
+    """summarize() of the wall times in interleave()'s (seconds, RSS) pairs."""
+    return summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+
+
 def bench_startup(py_a, py_b, runs, warmup) -> Tuple[dict, dict]:
     env = clean_env()
     data = interleave(runs, warmup, lambda: timed_run([py_a, "-c", "pass"], env),
                       lambda: timed_run([py_b, "-c", "pass"], env))
-    times = summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+    times = summarize_times(data)
     rss_a = [r for _, r in data["a"]]
     rss_b = [r for _, r in data["b"]]
     diffs = sorted((x - y) / 1024 for x, y in zip(rss_a, rss_b))
@@ -140,7 +145,7 @@ def bench_command(py_a, py_b, args, runs, warmup, env_for=None) -> dict:
                 shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
     data = interleave(runs, warmup, lambda: one(py_a), lambda: one(py_b))
-    return summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+    return summarize_times(data)
 
 
 def bench_warm(py_a, py_b, runs, warmup, workdir) -> dict:
@@ -154,7 +159,7 @@ def bench_warm(py_a, py_b, runs, warmup, workdir) -> dict:
         return timed_run([py, COMPILE], clean_env({"TORCHINDUCTOR_CACHE_DIR": caches[key]}))
 
     data = interleave(runs, warmup, lambda: one("a", py_a), lambda: one("b", py_b))
-    return summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+    return summarize_times(data)
 
 
 def bench_dumps(py_a, runs, workdir) -> dict:

@@ -8,7 +8,6 @@ real wheels.
 import importlib.util
 import inspect
 import logging
-import pickle
 import sys
 import threading
 import types

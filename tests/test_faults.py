@@ -73,10 +73,12 @@ def test_broken_dependencies(fault, tmp_path):
 
 @pytest.mark.parametrize("fault, reason", [
     ("no-pickler", "FxGraphCachePickler"),
+    ("no-bypass", "BypassFxGraphCache"),
     ("no-dumps", "defines no dumps"),
     ("dumps-not-function", "not a function"),
-    ("no-bypass", "BypassFxGraphCache"),
+    ("dumps-signature", "is not (self, obj)"),
     ("garbage-version", "not a valid version"),
+    ("version-not-str", "not a string"),
 ])
 def test_torch_api_drift_shows_in_status(fault, reason):
     env = {"FAKE_TORCH_VERSION": "2.10.0", "FAKE_TORCH_FAULT": fault}

@@ -108,23 +108,6 @@ def test_pending_until_inductor_is_imported():
     assert loaded == []
 
 
-@pytest.mark.parametrize("fault, reason", [
-    ("no-pickler", "FxGraphCachePickler"),
-    ("no-bypass", "BypassFxGraphCache"),
-    ("no-dumps", "defines no dumps"),
-    ("dumps-not-function", "not a function"),
-    ("dumps-signature", "is not (self, obj)"),
-    ("garbage-version", "not a valid version"),
-    ("version-not-str", "not a string"),
-])
-def test_faults_leave_torch_untouched(fault, reason):
-    result, done = report({"FAKE_TORCH_VERSION": "2.10.0", "FAKE_TORCH_FAULT": fault})
-    state, why = state_of(result)
-    assert state == "failed" and reason in why
-    assert not result["patched"]
-    assert "Traceback" not in done.stderr
-
-
 def test_late_install_after_inductor_is_imported():
     code = ("import sys; sys.path[:0] = [%r, %r]\n"
             "import torch._inductor.codecache\n"

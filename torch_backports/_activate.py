@@ -65,7 +65,7 @@ def apply(backport: Backport, module: ModuleType) -> str:
         if backport.name in _reverts:
             return _records.APPLIED
         version = getattr(sys.modules.get("torch"), "__version__", None)
-        version_text = version if isinstance(version, str) else None
+        version_text = running_torch_version()
         opt_out = _config.read_opt_out(_registry.names())
         for name in opt_out.unknown:
             if not _records.add_note("%s names no backport: %r" % (_config.ENV_DISABLE, name)):
@@ -109,8 +109,12 @@ def _set(backport: Backport, state: str, reason: str, version: "Optional[str]" =
     return state
 
 
+def running_torch_version() -> Optional[str]:
+    """torch.__version__ of the torch imported in this process, if it is text."""
+    version = getattr(sys.modules.get("torch"), "__version__", None)
+    return str(version) if isinstance(version, str) else None
+
+
 def _fail(backport: Backport, reason: str, version: "Optional[str]" = None) -> str:
-    if version is None:
-        found = getattr(sys.modules.get("torch"), "__version__", None)
-        version = found if isinstance(found, str) else None
-    return _set(backport, _records.FAILED, reason + "; torch left untouched", version)
+    return _set(backport, _records.FAILED, reason + "; torch left untouched",
+                version or running_torch_version())

@@ -30,9 +30,9 @@ def gather(probe: bool = True) -> dict:
         "backports": [],
     }
     result = _probe.probe_new_process() if (probe and version) else None
-    if result is not None and result.torch_version:
-        version = report["torch"] = str(result.torch_version)
     if result is not None:
+        # The child's torch.__version__ beats metadata, which a source tree lacks.
+        version = report["torch"] = result.torch_version or version
         report["new_process"] = {
             "ok": result.ok,
             "failure": result.failure,

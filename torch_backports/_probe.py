@@ -18,17 +18,16 @@ _MARKER = "torch-backports-probe:"
 # startup hook (if site ran it) is what applies the patch, exactly as in a
 # user's program; torch_backports is imported only afterwards, to read out.
 _CHILD = """
-import json, sys
-error = version = None
+import json
+error = None
 try:
     import torch._inductor.codecache
 except BaseException as exc:
     error = "%s: %s" % (type(exc).__name__, exc)
-version = getattr(sys.modules.get("torch"), "__version__", None)
-import torch_backports, torch_backports._records as r
+import torch_backports, torch_backports._activate as a, torch_backports._records as r
 print(MARKER + json.dumps({
     "import_error": error,
-    "torch_version": version if isinstance(version, str) else None,
+    "torch_version": a.running_torch_version(),
     "startup_state": torch_backports._startup_state,
     "startup_error": torch_backports._startup_error,
     "records": torch_backports.status(),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SITE_PACKAGES, child_env, last_json
-from test_real_torch import EXPECTED, compile_kind, needs_torch, pytestmark  # noqa: F401
+from test_real_torch import EXPECTED, needs_torch, pytestmark  # noqa: F401
 
 HERE = Path(__file__).parent
 
