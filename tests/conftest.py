@@ -30,14 +30,22 @@ def child_env(extra: Optional[Dict[str, str]] = None, fake_torch: bool = False) 
     return env
 
 
-def run_python(code: str, *, flags: Sequence[str] = (), env: Optional[Dict[str, str]] = None,
-               fake_torch: bool = False, timeout: float = 600, cwd: Optional[str] = None):
-    """Run `code` in a new interpreter of this environment; never raises on failure."""
+def run_interpreter(args: Sequence[object], *, env: Optional[Dict[str, str]] = None,
+                    fake_torch: bool = False, timeout: float = 900, cwd: Optional[str] = None):
+    """Run this environment's Python with `args` in a new process, with
+    child_env(), output captured and no stdin; never raises on failure."""
     return subprocess.run(
-        [sys.executable, *flags, "-c", code],
+        [sys.executable, *map(str, args)],
         env=child_env(env, fake_torch=fake_torch),
         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd,
     )
+
+
+def run_python(code: str, *, flags: Sequence[str] = (), env: Optional[Dict[str, str]] = None,
+               fake_torch: bool = False, timeout: float = 600, cwd: Optional[str] = None):
+    """Run `code` in a new interpreter of this environment; never raises on failure."""
+    return run_interpreter([*flags, "-c", code], env=env, fake_torch=fake_torch,
+                           timeout=timeout, cwd=cwd)
 
 
 def last_json(stdout: str):

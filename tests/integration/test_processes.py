@@ -3,13 +3,11 @@ no code in the program: multiprocessing workers, torchrun ranks, `-I`, and
 threads; under `-S` it is not, until torch_backports.install()."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import SITE_PACKAGES, child_env, last_json
+from conftest import SITE_PACKAGES, last_json, run_interpreter
 from test_real_torch import EXPECTED, needs_torch, pytestmark  # noqa: F401
 
 HERE = Path(__file__).parent
@@ -20,8 +18,7 @@ def patch_expected():
 
 
 def run(*args, env=None, timeout=900):
-    done = subprocess.run([sys.executable, *map(str, args)], env=child_env(env), timeout=timeout,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = run_interpreter(args, env=env, timeout=timeout)
     assert done.returncode == 0, done.stderr[-4000:]
     return done
 

@@ -8,13 +8,11 @@ none imports torch_backports, except the CLI checks.
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import child_env, last_json
+from conftest import last_json, run_interpreter, run_python
 
 EXPECTED = os.environ.get("TORCH_BACKPORTS_REAL_TORCH")
 pytestmark = [
@@ -48,8 +46,7 @@ def compile_kind(kind, cache_dir, disable=None):
     env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir)}
     if disable is not None:
         env["TORCH_BACKPORTS_DISABLE"] = disable
-    done = subprocess.run([sys.executable, str(SCRIPT), kind], env=child_env(env),
-                          capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    done = run_interpreter([SCRIPT, kind], env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     result = last_json(done.stdout)
     if kind != "fine" and result["raises"] != kind:
@@ -62,8 +59,7 @@ def compile_kind(kind, cache_dir, disable=None):
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "torch_backports", *args], env=child_env(env),
-                          capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    return run_interpreter(["-m", "torch_backports", *args], env=env)
 
 
 def test_the_env_has_the_torch_tox_promised():
@@ -127,8 +123,7 @@ print(json.dumps({"wrapped": wrapped, "plain": type(f).__name__ == "function",
                   "as_shipped": ns["dumps"].__code__.co_code == f.__code__.co_code,
                   "module": f.__module__}))
 """
-    done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True,
-                          text=True, timeout=600, stdin=subprocess.DEVNULL)
+    done = run_python(code)
     assert done.returncode == 0, done.stderr[-3000:]
     result = last_json(done.stdout)
     assert result["wrapped"] is ((2, 6) <= release() <= (2, 10))
@@ -153,13 +148,11 @@ def test_status_and_check_report_this_torch():
 def test_without_torch_nothing_is_printed_or_loaded():
     if EXPECTED != "none":
         pytest.skip("only in the env without torch")
-    quiet = subprocess.run([sys.executable, "-c", "pass"], env=child_env(), capture_output=True,
-                           text=True, stdin=subprocess.DEVNULL)
+    quiet = run_python("pass")
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     code = ("import sys, json; print(json.dumps(sorted(m for m in sys.modules"
             " if m.split('.')[0] in ('torch_backports', 'wrapt', 'packaging', 'logging', 'torch'))))")
-    loaded = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True,
-                            text=True, stdin=subprocess.DEVNULL)
+    loaded = run_python(code)
     assert json.loads(loaded.stdout) == ["torch_backports"]
     check = cli("check")
     assert check.returncode == 0 and "torch is not installed" in check.stdout
