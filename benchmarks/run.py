@@ -8,7 +8,10 @@ first; A is a hard-linked copy of B with the wheel pip-installed on top, so
 the two share every torch file and differ only in torch-backports. pip
 byte-compiles what it installs, so both run from .pyc files. Runs of A and
 B alternate after a warm-up, and each figure is the median of many runs with
-its min - max. Nothing here asserts a threshold; the targets are printed
+its min - max. Each process benchmark reports wall time and CPU time, and
+start-up and `import torch` also report instructions counted by callgrind
+(one run each of A and B, side by side), which do not depend on the load of
+a shared machine. Nothing here asserts a threshold; the targets are printed
 beside the figures for a person to read.
 """
 
@@ -23,7 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILE = Path(__file__).with_name("compile_small.py")
@@ -84,8 +87,9 @@ def make_pair(workdir: Path, name: str, requirements: List[str], wheel: Path) ->
     return with_ / "bin" / "python", base / "bin" / "python"
 
 
-def timed_run(cmd: List[str], env: Dict[str, str]) -> Tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one child process."""
+def timed_run(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system, the child's and the children
+    it waited for, such as inductor's gcc) and peak RSS (KiB) of one child."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -93,11 +97,52 @@ def timed_run(cmd: List[str], env: Dict[str, str]) -> Tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit("benchmark run failed: %s" % " ".join(map(str, cmd)))
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def interleave(runs: int, warmup: int, a: Callable[[], Tuple[float, int]],
-               b: Callable[[], Tuple[float, int]]) -> Dict[str, List]:
+def instructions(cmds: Dict[str, List[str]], env: Dict[str, str]) -> Optional[Dict[str, int]]:
+    """Instructions each command executes under callgrind, run side by side.
+
+    Wall and CPU time on a shared two-core machine scatter by +-20 % between
+    paired runs, which hides a 1 % effect. callgrind counts instructions
+    instead: with PYTHONHASHSEED fixed, the same binary and inputs give the
+    same count whatever else the machine does (two runs of `import torch`
+    differed by 12 in 4.9 G here), so their ratio resolves 0.01 %. Only the
+    Python process is counted, not its children. None if valgrind is absent.
+    """
+    if shutil.which("valgrind") is None:
+        return None
+    env = dict(env, PYTHONHASHSEED="0")
+    with tempfile.TemporaryDirectory(prefix="tb-callgrind-") as tmp:
+        procs = {}
+        for key, cmd in cmds.items():
+            out = os.path.join(tmp, key + ".out")
+            procs[key] = (out, subprocess.Popen(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, *cmd],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        counts = {}
+        for key, (out, proc) in procs.items():
+            if proc.wait() != 0:
+                raise SystemExit("callgrind run failed: %s" % " ".join(map(str, cmds[key])))
+            for line in Path(out).read_text().splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    counts[key] = int(line.split()[1])
+                    break
+    return counts
+
+
+def with_instructions(result: dict, cmd_a: List[str], cmd_b: List[str],
+                      env: Dict[str, str]) -> dict:
+    """result plus the callgrind counts of cmd_a and cmd_b and their ratio."""
+    counts = instructions({"a": cmd_a, "b": cmd_b}, env)
+    if counts is not None:
+        result["instructions"] = {"a": counts["a"], "b": counts["b"],
+                                  "ratio": counts["a"] / counts["b"]}
+    return result
+
+
+def interleave(runs: int, warmup: int, a: Callable[[], Tuple[float, float, int]],
+               b: Callable[[], Tuple[float, float, int]]) -> Dict[str, List]:
     """Alternate A and B (ABBA order, so neither always goes first)."""
     for _ in range(warmup):
         a(), b()
@@ -117,17 +162,20 @@ def summarize(values_a: List[float], values_b: List[float]) -> dict:
 
 
 def summarize_times(data: Dict[str, List]) -> dict:
-    """summarize() of the wall times in interleave()'s (seconds, RSS) pairs."""
-    return summarize([t for t, _ in data["a"]], [t for t, _ in data["b"]])
+    """summarize() of the wall times in interleave()'s (wall, CPU, RSS)
+    triples, with the same summary of the CPU times under "cpu"."""
+    result = summarize([t for t, _, _ in data["a"]], [t for t, _, _ in data["b"]])
+    result["cpu"] = summarize([c for _, c, _ in data["a"]], [c for _, c, _ in data["b"]])
+    return result
 
 
 def bench_startup(py_a, py_b, runs, warmup) -> Tuple[dict, dict]:
     env = clean_env()
     data = interleave(runs, warmup, lambda: timed_run([py_a, "-c", "pass"], env),
                       lambda: timed_run([py_b, "-c", "pass"], env))
-    times = summarize_times(data)
-    rss_a = [r for _, r in data["a"]]
-    rss_b = [r for _, r in data["b"]]
+    times = with_instructions(summarize_times(data), [py_a, "-c", "pass"], [py_b, "-c", "pass"], env)
+    rss_a = [r for _, _, r in data["a"]]
+    rss_b = [r for _, _, r in data["b"]]
     diffs = sorted((x - y) / 1024 for x, y in zip(rss_a, rss_b))
     rss = {"median_a": statistics.median(rss_a) / 1024, "median_b": statistics.median(rss_b) / 1024,
            "diff_mib": (statistics.median(rss_a) - statistics.median(rss_b)) / 1024,
@@ -171,6 +219,7 @@ def bench_dumps(py_a, runs, workdir) -> dict:
 
 def fmt_row(key: str, result: dict) -> str:
     what, target = TARGETS[key]
+    cpu = instr = "-"
     if key == "rss":
         figure = "%+.3f MiB (pairs %+.3f .. %+.3f; A %.1f, B %.1f MiB)" % (
             result["diff_mib"], result["pair_diff_min"], result["pair_diff_max"],
@@ -180,7 +229,13 @@ def fmt_row(key: str, result: dict) -> str:
         figure = "%.4f (pairs %.3f .. %.3f; A %.1f %s, B %.1f %s)" % (
             result["ratio"], result["pair_ratio_min"], result["pair_ratio_max"],
             result["median_a"] * scale, unit, result["median_b"] * scale, unit)
-    return "| %s | %s | %s | %d |" % (what, figure, target, result["runs"])
+        if "cpu" in result:
+            cpu = "%.4f" % result["cpu"]["ratio"]
+        if "instructions" in result:
+            counts = result["instructions"]
+            instr = "%.4f (A %.2f M, B %.2f M)" % (counts["ratio"], counts["a"] / 1e6,
+                                                   counts["b"] / 1e6)
+    return "| %s | %s | %s | %s | %s | %d |" % (what, figure, cpu, instr, target, result["runs"])
 
 
 def main() -> int:
@@ -204,7 +259,9 @@ def main() -> int:
 
     results = {}
     results["startup"], results["rss"] = bench_startup(plain_a, plain_b, n["startup"], 5)
-    results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"], warm)
+    results["import_torch"] = with_instructions(
+        bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"], warm),
+        [torch_a, "-c", "import torch"], [torch_b, "-c", "import torch"], clean_env())
     results["cold_compile"] = bench_command(
         torch_a, torch_b, [COMPILE], n["compile"], warm,
         env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")})
@@ -217,8 +274,9 @@ def main() -> int:
                                              platform.platform()),
             "command": "python benchmarks/run.py" + (" --quick" if quick else "")
             + ("" if args.torch == "2.10.0" else " --torch " + args.torch)}
-    lines = ["| what (A = with torch-backports, B = without) | A/B median (min .. max of paired runs) "
-             "| target | runs |", "|---|---|---|---|"]
+    lines = ["| what (A = with torch-backports, B = without) | wall A/B median (min .. max of "
+             "paired runs) | CPU A/B median | instructions A/B (callgrind, one run each) "
+             "| target | runs |", "|---|---|---|---|---|---|"]
     lines += [fmt_row(key, results[key]) for key in TARGETS]
     print("%s, torch %s, Python %s, %s%s" % (meta["date"], meta["torch"], meta["python"],
                                             meta["machine"], " (quick)" if quick else ""))
