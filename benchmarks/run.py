@@ -9,9 +9,9 @@ the two share every torch file and differ only in torch-backports. pip
 byte-compiles what it installs, so both run from .pyc files. Runs of A and
 B alternate after a warm-up, and each figure is the median of many runs with
 its min - max. Each process benchmark reports wall time and CPU time, and
-start-up and `import torch` also report instructions counted by callgrind
-(one run each of A and B, side by side), which do not depend on the load of
-a shared machine. Nothing here asserts a threshold; the targets are printed
+start-up and `import torch` (and, in full mode, both compiles: ~4 min each
+under valgrind) also report instructions counted by callgrind, one run each
+of A and B side by side, which do not depend on the load of a shared machine. Nothing here asserts a threshold; the targets are printed
 beside the figures for a person to read.
 """
 
@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -100,44 +101,60 @@ def timed_run(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float, int]:
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def instructions(cmds: Dict[str, List[str]], env: Dict[str, str]) -> Optional[Dict[str, int]]:
-    """Instructions each command executes under callgrind, run side by side.
+def instructions(runs: Dict[str, Tuple[List[str], Dict[str, str]]]) -> Optional[Dict[str, int]]:
+    """Instructions each (command, environment) executes under callgrind,
+    all run side by side.
 
     Wall and CPU time on a shared two-core machine scatter by +-20 % between
     paired runs, which hides a 1 % effect. callgrind counts instructions
     instead: with PYTHONHASHSEED fixed, the same binary and inputs give the
     same count whatever else the machine does (two runs of `import torch`
     differed by 12 in 4.9 G here), so their ratio resolves 0.01 %. Only the
-    Python process is counted, not its children. None if valgrind is absent.
+    Python process is counted, not its children (inductor's gcc and compile
+    workers), which makes a compile's ratio an upper bound. None if valgrind
+    is absent.
+
+    valgrind's CPU has no AVX-512, and inductor builds its kernels with
+    -march=native (torch 2.10 has no setting for it), so on an AVX-512
+    machine valgrind stops the compile program with SIGILL at the first
+    instruction of the compiled kernel (seen here). Every step of the compile
+    and of the cache lookup has run by then, and A and B stop at the same
+    point, so such a run still counts; "sigill" in the result says so.
     """
     if shutil.which("valgrind") is None:
         return None
-    env = dict(env, PYTHONHASHSEED="0")
     with tempfile.TemporaryDirectory(prefix="tb-callgrind-") as tmp:
         procs = {}
-        for key, cmd in cmds.items():
+        for key, (cmd, env) in runs.items():
             out = os.path.join(tmp, key + ".out")
             procs[key] = (out, subprocess.Popen(
-                ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, *cmd],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, *map(str, cmd)],
+                env=dict(env, PYTHONHASHSEED="0"), stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL))
         counts = {}
         for key, (out, proc) in procs.items():
-            if proc.wait() != 0:
-                raise SystemExit("callgrind run failed: %s" % " ".join(map(str, cmds[key])))
+            code = proc.wait()
+            if code == -signal.SIGILL:
+                counts["sigill"] = True
+            elif code != 0:
+                raise SystemExit("callgrind run failed: %s" % " ".join(map(str, runs[key][0])))
             for line in Path(out).read_text().splitlines():
                 if line.startswith(("summary:", "totals:")):
                     counts[key] = int(line.split()[1])
                     break
+    if counts.get("sigill") and set(runs) - set(counts):
+        raise SystemExit("callgrind run stopped by SIGILL before it wrote its counts")
     return counts
 
 
-def with_instructions(result: dict, cmd_a: List[str], cmd_b: List[str],
-                      env: Dict[str, str]) -> dict:
-    """result plus the callgrind counts of cmd_a and cmd_b and their ratio."""
-    counts = instructions({"a": cmd_a, "b": cmd_b}, env)
+def with_instructions(result: dict, run_a: Tuple[List[str], Dict[str, str]],
+                      run_b: Tuple[List[str], Dict[str, str]]) -> dict:
+    """result plus the callgrind counts of run_a and run_b and their ratio."""
+    counts = instructions({"a": run_a, "b": run_b})
     if counts is not None:
         result["instructions"] = {"a": counts["a"], "b": counts["b"],
-                                  "ratio": counts["a"] / counts["b"]}
+                                  "ratio": counts["a"] / counts["b"],
+                                  "sigill": counts.get("sigill", False)}
     return result
 
 
@@ -173,7 +190,8 @@ def bench_startup(py_a, py_b, runs, warmup) -> Tuple[dict, dict]:
     env = clean_env()
     data = interleave(runs, warmup, lambda: timed_run([py_a, "-c", "pass"], env),
                       lambda: timed_run([py_b, "-c", "pass"], env))
-    times = with_instructions(summarize_times(data), [py_a, "-c", "pass"], [py_b, "-c", "pass"], env)
+    times = with_instructions(summarize_times(data), ([py_a, "-c", "pass"], env),
+                              ([py_b, "-c", "pass"], env))
     rss_a = [r for _, _, r in data["a"]]
     rss_b = [r for _, _, r in data["b"]]
     diffs = sorted((x - y) / 1024 for x, y in zip(rss_a, rss_b))
@@ -183,31 +201,46 @@ def bench_startup(py_a, py_b, runs, warmup) -> Tuple[dict, dict]:
     return times, rss
 
 
-def bench_command(py_a, py_b, args, runs, warmup, env_for=None) -> dict:
+def bench_command(py_a, py_b, args, runs, warmup, env_for=None, count=False) -> dict:
+    """Interleaved timings of `py args` in A and B; env_for() gives each run
+    extra variables (a fresh TORCHINDUCTOR_CACHE_DIR, removed afterwards).
+    With count, one callgrind run of each is added."""
+    def fresh():
+        return clean_env(env_for() if env_for else None)
+
     def one(py):
-        env = clean_env(env_for() if env_for else None)
+        env = fresh()
         try:
             return timed_run([py, *args], env)
         finally:
             if env_for:
                 shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
-    data = interleave(runs, warmup, lambda: one(py_a), lambda: one(py_b))
-    return summarize_times(data)
+    result = summarize_times(interleave(runs, warmup, lambda: one(py_a), lambda: one(py_b)))
+    if count:
+        env_a, env_b = fresh(), fresh()
+        try:
+            with_instructions(result, ([py_a, *args], env_a), ([py_b, *args], env_b))
+        finally:
+            for env in (env_a, env_b):
+                if env_for:
+                    shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
+    return result
 
 
-def bench_warm(py_a, py_b, runs, warmup, workdir) -> dict:
-    caches = {}
+def bench_warm(py_a, py_b, runs, warmup, workdir, count=False) -> dict:
+    """The compile again in A and B, each from a cache its first run filled."""
+    envs = {}
     for key, py in (("a", py_a), ("b", py_b)):
-        caches[key] = str(workdir / ("warm-cache-" + key))
-        shutil.rmtree(caches[key], ignore_errors=True)
-        sh(py, COMPILE, env=clean_env({"TORCHINDUCTOR_CACHE_DIR": caches[key]}))
-
-    def one(key, py):
-        return timed_run([py, COMPILE], clean_env({"TORCHINDUCTOR_CACHE_DIR": caches[key]}))
-
-    data = interleave(runs, warmup, lambda: one("a", py_a), lambda: one("b", py_b))
-    return summarize_times(data)
+        cache = str(workdir / ("warm-cache-" + key))
+        shutil.rmtree(cache, ignore_errors=True)
+        envs[key] = clean_env({"TORCHINDUCTOR_CACHE_DIR": cache})
+        sh(py, COMPILE, env=envs[key])
+    result = summarize_times(interleave(runs, warmup, lambda: timed_run([py_a, COMPILE], envs["a"]),
+                                        lambda: timed_run([py_b, COMPILE], envs["b"])))
+    if count:
+        with_instructions(result, ([py_a, COMPILE], envs["a"]), ([py_b, COMPILE], envs["b"]))
+    return result
 
 
 def bench_dumps(py_a, runs, workdir) -> dict:
@@ -233,8 +266,9 @@ def fmt_row(key: str, result: dict) -> str:
             cpu = "%.4f" % result["cpu"]["ratio"]
         if "instructions" in result:
             counts = result["instructions"]
-            instr = "%.4f (A %.2f M, B %.2f M)" % (counts["ratio"], counts["a"] / 1e6,
-                                                   counts["b"] / 1e6)
+            instr = "%.4f (A %.2f M, B %.2f M%s)" % (
+                counts["ratio"], counts["a"] / 1e6, counts["b"] / 1e6,
+                "; to the first kernel" if counts.get("sigill") else "")
     return "| %s | %s | %s | %s | %s | %d |" % (what, figure, cpu, instr, target, result["runs"])
 
 
@@ -259,13 +293,14 @@ def main() -> int:
 
     results = {}
     results["startup"], results["rss"] = bench_startup(plain_a, plain_b, n["startup"], 5)
-    results["import_torch"] = with_instructions(
-        bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"], warm),
-        [torch_a, "-c", "import torch"], [torch_b, "-c", "import torch"], clean_env())
+    results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"],
+                                            warm, count=True)
     results["cold_compile"] = bench_command(
         torch_a, torch_b, [COMPILE], n["compile"], warm,
-        env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")})
-    results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], warm, workdir)
+        env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")},
+        count=not quick)
+    results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], warm, workdir,
+                                         count=not quick)
     results["dumps"] = bench_dumps(torch_a, n["dumps"], workdir)
 
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": quick,
