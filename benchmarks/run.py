@@ -11,8 +11,9 @@ B alternate after a warm-up, and each figure is the median of many runs with
 its min - max. Each process benchmark reports wall time and CPU time, and
 start-up and `import torch` (and, in full mode, both compiles: ~4 min each
 under valgrind) also report instructions counted by callgrind, one run each
-of A and B side by side, which do not depend on the load of a shared machine. Nothing here asserts a threshold; the targets are printed
-beside the figures for a person to read.
+of A and B side by side, which do not depend on the load of a shared
+machine. Nothing here asserts a threshold; the targets are printed beside
+the figures for a person to read.
 """
 
 import argparse
@@ -101,7 +102,8 @@ def timed_run(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float, int]:
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def instructions(runs: Dict[str, Tuple[List[str], Dict[str, str]]]) -> Optional[Dict[str, int]]:
+def instructions(runs: Dict[str, Tuple[List[str], Dict[str, str]]]
+                 ) -> Optional[Tuple[Dict[str, int], bool]]:
     """Instructions each (command, environment) executes under callgrind,
     all run side by side.
 
@@ -119,7 +121,8 @@ def instructions(runs: Dict[str, Tuple[List[str], Dict[str, str]]]) -> Optional[
     machine valgrind stops the compile program with SIGILL at the first
     instruction of the compiled kernel (seen here). Every step of the compile
     and of the cache lookup has run by then, and A and B stop at the same
-    point, so such a run still counts; "sigill" in the result says so.
+    point, so such a run still counts. Returns the counts by key, and
+    whether any run ended so.
     """
     if shutil.which("valgrind") is None:
         return None
@@ -132,29 +135,30 @@ def instructions(runs: Dict[str, Tuple[List[str], Dict[str, str]]]) -> Optional[
                 env=dict(env, PYTHONHASHSEED="0"), stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL))
         counts = {}
+        sigill = False
         for key, (out, proc) in procs.items():
             code = proc.wait()
             if code == -signal.SIGILL:
-                counts["sigill"] = True
+                sigill = True
             elif code != 0:
                 raise SystemExit("callgrind run failed: %s" % " ".join(map(str, runs[key][0])))
             for line in Path(out).read_text().splitlines():
                 if line.startswith(("summary:", "totals:")):
                     counts[key] = int(line.split()[1])
                     break
-    if counts.get("sigill") and set(runs) - set(counts):
-        raise SystemExit("callgrind run stopped by SIGILL before it wrote its counts")
-    return counts
+            else:
+                raise SystemExit("callgrind wrote no count for: %s" % " ".join(map(str, runs[key][0])))
+    return counts, sigill
 
 
 def with_instructions(result: dict, run_a: Tuple[List[str], Dict[str, str]],
                       run_b: Tuple[List[str], Dict[str, str]]) -> dict:
     """result plus the callgrind counts of run_a and run_b and their ratio."""
-    counts = instructions({"a": run_a, "b": run_b})
-    if counts is not None:
+    counted = instructions({"a": run_a, "b": run_b})
+    if counted is not None:
+        counts, sigill = counted
         result["instructions"] = {"a": counts["a"], "b": counts["b"],
-                                  "ratio": counts["a"] / counts["b"],
-                                  "sigill": counts.get("sigill", False)}
+                                  "ratio": counts["a"] / counts["b"], "sigill": sigill}
     return result
 
 
@@ -208,13 +212,17 @@ def bench_command(py_a, py_b, args, runs, warmup, env_for=None, count=False) -> 
     def fresh():
         return clean_env(env_for() if env_for else None)
 
+    def drop(*envs):
+        for env in envs:
+            if env_for:
+                shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
+
     def one(py):
         env = fresh()
         try:
             return timed_run([py, *args], env)
         finally:
-            if env_for:
-                shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
+            drop(env)
 
     result = summarize_times(interleave(runs, warmup, lambda: one(py_a), lambda: one(py_b)))
     if count:
@@ -222,9 +230,7 @@ def bench_command(py_a, py_b, args, runs, warmup, env_for=None, count=False) -> 
         try:
             with_instructions(result, ([py_a, *args], env_a), ([py_b, *args], env_b))
         finally:
-            for env in (env_a, env_b):
-                if env_for:
-                    shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
+            drop(env_a, env_b)
     return result
 
 
