@@ -5,18 +5,19 @@ usage: python dumps_bench.py CALLS  (run in an env with torch-backports)
 It compiles a small model once and keeps the pickler and the graph's hash
 details that inductor passed to dumps. Then it times blocks of calls to the
 original function and to our wrapper on that same key, alternating blocks,
-and prints the medians as one JSON line. On a release that needs no patch,
-the wrapper is applied here all the same, so its cost can be measured.
+and prints run.summarize() of the block times as one JSON line. On a
+release that needs no patch, the wrapper is applied here all the same, so
+its cost can be measured.
 """
 
 import json
-import statistics
 import sys
 import time
 
 import torch
 import torch._inductor.codecache as codecache
 
+from run import summarize  # benchmarks/ is this script's directory, so it is on sys.path
 from torch_backports.backports import fx_graph_cache_pickling as fx
 
 CALLS = int(sys.argv[1])
@@ -66,8 +67,6 @@ for i in range(max(2, CALLS // BLOCK)):
         plain.append(block(original_call)); patched.append(block(patched_call))
     else:
         patched.append(block(patched_call)); plain.append(block(original_call))
-ratios = sorted(a / b for a, b in zip(patched, plain))
-print(json.dumps({"median_a": statistics.median(patched), "median_b": statistics.median(plain),
-                  "ratio": statistics.median(patched) / statistics.median(plain),
-                  "pair_ratio_min": ratios[0], "pair_ratio_max": ratios[-1],
-                  "runs": len(patched), "key_bytes": len(original(pickler, details))}))
+result = summarize(patched, plain)
+result["key_bytes"] = len(original(pickler, details))
+print(json.dumps(result))
