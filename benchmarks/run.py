@@ -8,16 +8,18 @@ first; A is a hard-linked copy of B with the wheel pip-installed on top, so
 the two share every torch file and differ only in torch-backports. pip
 byte-compiles what it installs, so both run from .pyc files. Runs of A and
 B alternate after a warm-up, and each figure is the median of the A/B
-ratios of many pairs, with their min - max (the JSON keeps every run). Each process benchmark reports wall time and CPU time, and
-start-up and `import torch` (and, in full mode, both compiles: ~4 min each
-under valgrind) also report instructions counted by callgrind, one run each
-of A and B side by side, which do not depend on the load of a shared
-machine. Nothing here asserts a threshold; the targets are printed beside
+ratios of many pairs, with a 95 % confidence interval for it and the min -
+max (the JSON keeps every run). Each process benchmark reports wall time
+and CPU time, and start-up and `import torch` (and, in full mode, both
+compiles: ~4 min each under valgrind) also report instructions counted by
+callgrind, one run each of A and B side by side, which do not depend on the
+load of a shared machine. Nothing here asserts a threshold; the targets are printed beside
 the figures for a person to read.
 """
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -175,16 +177,39 @@ def interleave(runs: int, warmup: int, a: Callable[[], Tuple[float, float, int]]
     return out
 
 
+def median_interval(sorted_values: List[float], level: float = 0.95) -> Tuple[float, float]:
+    """A distribution-free confidence interval for the median of the
+    population `sorted_values` was drawn from: the k-th smallest and k-th
+    largest values, with k the largest rank for which the number of values
+    below the median, Binomial(n, 1/2), falls short of k with probability at
+    most (1 - level) / 2. With too few values for that, min and max."""
+    n = len(sorted_values)
+    tail, k = 0.0, 0
+    while k < n // 2:
+        tail += math.comb(n, k) / 2 ** n  # P(Binomial(n, 1/2) == k)
+        if tail > (1 - level) / 2:
+            break
+        k += 1
+    k = max(k, 1)
+    return sorted_values[k - 1], sorted_values[n - k]
+
+
 def summarize(values_a: List[float], values_b: List[float]) -> dict:
     """The median, min and max of the A/B ratios of the pairs run back to
-    back, beside the medians of A and B and their ratio.
+    back, with a 95 % confidence interval for that median, beside the
+    medians of A and B and their ratio.
 
     The headline is the pair ratio because this machine's speed drifts:
     the same warm compile took 18.4 s in one hour and 11.5 s in the next.
     A pair shares its few seconds of that drift, while the medians of A and
-    B are taken over the whole hour."""
+    B are taken over the whole hour. The interval says what the figure can
+    resolve: paired runs of `import torch` scatter by about 10 % (standard
+    deviation) here, sequential or run at once on the two cores alike, so
+    even 100 pairs leave an interval about 4 % wide. The callgrind counts
+    resolve what the timings cannot."""
     ratios = sorted(x / y for x, y in zip(values_a, values_b))
-    return {"ratio": statistics.median(ratios),
+    low, high = median_interval(ratios)
+    return {"ratio": statistics.median(ratios), "ci95_low": low, "ci95_high": high,
             "pair_ratio_min": ratios[0], "pair_ratio_max": ratios[-1],
             "median_a": statistics.median(values_a), "median_b": statistics.median(values_b),
             "ratio_of_medians": statistics.median(values_a) / statistics.median(values_b),
@@ -274,8 +299,9 @@ def fmt_row(key: str, result: dict) -> str:
             result["median_a"], result["median_b"])
     else:
         unit, scale = ("us", 1e6) if key == "dumps" else ("ms", 1e3)
-        figure = "%.4f (pairs %.3f .. %.3f; A %.1f %s, B %.1f %s)" % (
-            result["ratio"], result["pair_ratio_min"], result["pair_ratio_max"],
+        figure = "%.4f (95%% CI %.3f .. %.3f; pairs %.3f .. %.3f; A %.1f %s, B %.1f %s)" % (
+            result["ratio"], result["ci95_low"], result["ci95_high"],
+            result["pair_ratio_min"], result["pair_ratio_max"],
             result["median_a"] * scale, unit, result["median_b"] * scale, unit)
         if "cpu" in result:
             cpu = "%.4f" % result["cpu"]["ratio"]
@@ -298,7 +324,7 @@ def main() -> int:
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     quick = args.quick
-    n = {"startup": 20 if quick else 2000, "torch": 2 if quick else 40,
+    n = {"startup": 20 if quick else 2000, "torch": 2 if quick else 100,
          "compile": 1 if quick else 20, "dumps": 200 if quick else 40000}
     warm = 0 if quick else 1
 
@@ -325,7 +351,7 @@ def main() -> int:
             "command": "python benchmarks/run.py" + (" --quick" if quick else "")
             + ("" if args.torch == "2.10.0" else " --torch " + args.torch)}
     lines = ["| what (A = with torch-backports, B = without) | wall A/B, median of paired "
-             "runs (min .. max) | CPU A/B median | instructions A/B (callgrind, one run each) "
+             "runs (95% CI of that median; min .. max) | CPU A/B median | instructions A/B (callgrind, one run each) "
              "| target | runs |", "|---|---|---|---|---|---|"]
     lines += [fmt_row(key, results[key]) for key in TARGETS]
     print("%s, torch %s, Python %s, %s%s" % (meta["date"], meta["torch"], meta["python"],
