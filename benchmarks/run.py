@@ -177,12 +177,14 @@ def interleave(runs: int, warmup: int, a: Callable[[], Tuple[float, float, int]]
     return out
 
 
-def median_interval(sorted_values: List[float], level: float = 0.95) -> Tuple[float, float]:
+def median_interval(sorted_values: List[float], level: float = 0.95
+                    ) -> Optional[Tuple[float, float]]:
     """A distribution-free confidence interval for the median of the
     population `sorted_values` was drawn from: the k-th smallest and k-th
     largest values, with k the largest rank for which the number of values
     below the median, Binomial(n, 1/2), falls short of k with probability at
-    most (1 - level) / 2. With too few values for that, min and max."""
+    most (1 - level) / 2. None if even min .. max falls short of `level`
+    (five values or fewer at 95 %)."""
     n = len(sorted_values)
     tail, k = 0.0, 0
     while k < n // 2:
@@ -190,7 +192,8 @@ def median_interval(sorted_values: List[float], level: float = 0.95) -> Tuple[fl
         if tail > (1 - level) / 2:
             break
         k += 1
-    k = max(k, 1)
+    if k == 0:
+        return None
     return sorted_values[k - 1], sorted_values[n - k]
 
 
@@ -208,8 +211,7 @@ def summarize(values_a: List[float], values_b: List[float]) -> dict:
     even 100 pairs leave an interval about 4 % wide. The callgrind counts
     resolve what the timings cannot."""
     ratios = sorted(x / y for x, y in zip(values_a, values_b))
-    low, high = median_interval(ratios)
-    return {"ratio": statistics.median(ratios), "ci95_low": low, "ci95_high": high,
+    return {"ratio": statistics.median(ratios), "ci95": median_interval(ratios),
             "pair_ratio_min": ratios[0], "pair_ratio_max": ratios[-1],
             "median_a": statistics.median(values_a), "median_b": statistics.median(values_b),
             "ratio_of_medians": statistics.median(values_a) / statistics.median(values_b),
@@ -299,8 +301,9 @@ def fmt_row(key: str, result: dict) -> str:
             result["median_a"], result["median_b"])
     else:
         unit, scale = ("us", 1e6) if key == "dumps" else ("ms", 1e3)
-        figure = "%.4f (95%% CI %.3f .. %.3f; pairs %.3f .. %.3f; A %.1f %s, B %.1f %s)" % (
-            result["ratio"], result["ci95_low"], result["ci95_high"],
+        interval = result["ci95"]
+        figure = "%.4f (95%% CI %s; pairs %.3f .. %.3f; A %.1f %s, B %.1f %s)" % (
+            result["ratio"], "%.3f .. %.3f" % tuple(interval) if interval else "needs 6 pairs",
             result["pair_ratio_min"], result["pair_ratio_max"],
             result["median_a"] * scale, unit, result["median_b"] * scale, unit)
         if "cpu" in result:
