@@ -13,8 +13,8 @@ max (the JSON keeps every run). Each process benchmark reports wall time
 and CPU time, and start-up and `import torch` (and, in full mode, both
 compiles: ~4 min each under valgrind) also report instructions counted by
 callgrind, one run each of A and B side by side, which do not depend on the
-load of a shared machine. Nothing here asserts a threshold; the targets are printed beside
-the figures for a person to read.
+load of a shared machine. Nothing here asserts a threshold; the targets are
+printed beside the figures for a person to read.
 """
 
 import argparse
@@ -206,10 +206,10 @@ def summarize(values_a: List[float], values_b: List[float]) -> dict:
     the same warm compile took 18.4 s in one hour and 11.5 s in the next.
     A pair shares its few seconds of that drift, while the medians of A and
     B are taken over the whole hour. The interval says what the figure can
-    resolve: paired runs of `import torch` scatter by about 10 % (standard
-    deviation) here, sequential or run at once on the two cores alike, so
-    even 100 pairs leave an interval about 4 % wide. The callgrind counts
-    resolve what the timings cannot."""
+    resolve: the A/B ratio of a pair of `import torch` runs scatters by
+    8.5 % (standard deviation, 2026-12-03) here, whether A and B run one
+    after the other or at once on the two cores, so 100 pairs leave an
+    interval 3.5 % wide. The callgrind counts resolve what timings cannot."""
     ratios = sorted(x / y for x, y in zip(values_a, values_b))
     return {"ratio": statistics.median(ratios), "ci95": median_interval(ratios),
             "pair_ratio_min": ratios[0], "pair_ratio_max": ratios[-1],
@@ -354,8 +354,9 @@ def main() -> int:
             "command": "python benchmarks/run.py" + (" --quick" if quick else "")
             + ("" if args.torch == "2.10.0" else " --torch " + args.torch)}
     lines = ["| what (A = with torch-backports, B = without) | wall A/B, median of paired "
-             "runs (95% CI of that median; min .. max) | CPU A/B median | instructions A/B (callgrind, one run each) "
-             "| target | runs |", "|---|---|---|---|---|---|"]
+             "runs (95% CI of that median; min .. max) | CPU A/B median "
+             "| instructions A/B (callgrind, one run each) | target | runs |",
+             "|---|---|---|---|---|---|"]
     lines += [fmt_row(key, results[key]) for key in TARGETS]
     print("%s, torch %s, Python %s, %s%s" % (meta["date"], meta["torch"], meta["python"],
                                             meta["machine"], " (quick)" if quick else ""))
