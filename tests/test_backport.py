@@ -74,7 +74,7 @@ def load_codecache(monkeypatch, version):
 @pytest.fixture(params=["2.9.1", "2.10.0"])
 def patched(request, monkeypatch):
     codecache = load_codecache(monkeypatch, request.param)
-    release = tuple(int(p) for p in request.param.split(".")[:2])
+    release = tuple(int(p) for p in request.param.split("."))
     revert = fx.apply(codecache, release)
     yield request.param, codecache
     revert()
@@ -161,7 +161,7 @@ def test_subclasses_are_covered(patched):
 def test_revert_restores_the_shipped_function(monkeypatch):
     codecache = load_codecache(monkeypatch, "2.10.0")
     original = codecache.FxGraphCachePickler.__dict__["dumps"]
-    revert = fx.apply(codecache, (2, 10))
+    revert = fx.apply(codecache, (2, 10, 0))
     assert codecache.FxGraphCachePickler.__dict__["dumps"] is not original
     revert()
     assert codecache.FxGraphCachePickler.__dict__["dumps"] is original
@@ -173,7 +173,7 @@ def test_second_apply_refuses(patched):
     _, codecache = patched
     before = codecache.FxGraphCachePickler.__dict__["dumps"]
     with pytest.raises(RuntimeError, match="already patched"):
-        fx.apply(codecache, (2, 10))
+        fx.apply(codecache, (2, 10, 0))
     assert codecache.FxGraphCachePickler.__dict__["dumps"] is before
 
 
@@ -192,7 +192,7 @@ def test_api_drift_is_refused_before_any_change(monkeypatch, fault, error):
     pickler = getattr(codecache, "FxGraphCachePickler", None)
     before = dict(vars(pickler)) if pickler else None
     with pytest.raises(error):
-        fx.apply(codecache, (2, 10))
+        fx.apply(codecache, (2, 10, 0))
     assert (dict(vars(pickler)) if pickler else None) == before
 
 
@@ -205,7 +205,7 @@ def test_concurrent_triggers_patch_once(monkeypatch):
 
     def trigger():
         barrier.wait()
-        states.append(_activate.apply(fx.BACKPORT, codecache))
+        states.append(_activate.apply(fx.NAME, codecache))
 
     threads = [threading.Thread(target=trigger) for _ in range(16)]
     for thread in threads:

@@ -98,14 +98,20 @@ def test_opt_out_is_read_when_inductor_loads():
     assert state_of(result)[0] == "disabled" and not result["patched"]
 
 
-def test_pending_until_inductor_is_imported():
-    code = ("import torch, torch_backports, json, sys\n"
-            "loaded = sorted(m for m in ('wrapt', 'packaging', 'logging') if m in sys.modules)\n"
-            "print(json.dumps([torch_backports.status(), torch_backports._startup_state, loaded]))")
-    (records, startup, loaded), _ = report({"FAKE_TORCH_VERSION": "2.10.0"}, code=code)
-    assert records[0]["state"] == "pending"
-    assert startup == "watching"
+def test_armed_by_torch_but_pending_until_the_target_is_imported():
+    """wrapt arms when torch starts to import; a backport's own module loads
+    only when its target does."""
+    code = ("import json, sys, torch_backports\n"
+            "before = torch_backports._startup_state\n"
+            "import torch\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('torch_backports.backports.'))\n"
+            "print(json.dumps([before, torch_backports._startup_state, 'wrapt' in sys.modules,"
+            " loaded, torch_backports.status()]))")
+    (before, after, wrapt, loaded, records), _ = report({"FAKE_TORCH_VERSION": "2.10.0"},
+                                                        code=code)
+    assert (before, after, wrapt) == ("watching", "armed", True)
     assert loaded == []
+    assert records[0]["state"] == "pending"
 
 
 def test_late_install_after_inductor_is_imported():

@@ -1,4 +1,4 @@
-"""Judging the torch release by (major, minor)."""
+"""Judging the torch release by (major, minor, micro)."""
 
 import pytest
 
@@ -9,10 +9,18 @@ from torch_backports.backports import fx_graph_cache_pickling as fx
 
 @pytest.mark.parametrize("version", [
     "2.10.0", "2.10.0+cu128", "2.10.0+cpu", "2.10.0a0+git449b176",
-    "2.10.0.dev20260101", "2.10.0rc1", "2.10.1", "2.10",
+    "2.10.0.dev20260101", "2.10.0rc1", "2.10",
 ])
 def test_builds_of_one_release_agree(version):
-    assert release_of(version) == (2, 10)
+    assert release_of(version) == (2, 10, 0)
+
+
+@pytest.mark.parametrize("version, release", [
+    ("2.7.1", (2, 7, 1)), ("2.7.1+cu126", (2, 7, 1)), ("2.9.1a0+gitabc", (2, 9, 1)),
+    ("2.12.1rc2", (2, 12, 1)), ("2.10.0.post1", (2, 10, 0)),
+])
+def test_patch_releases_differ(version, release):
+    assert release_of(version) == release
 
 
 @pytest.mark.parametrize("version", ["", "garbage", "2", "two.ten", None, 2.10, b"2.10.0"])
@@ -23,22 +31,35 @@ def test_unreadable_versions_are_refused(version):
 
 @pytest.mark.parametrize("version, needed", [
     ("2.5.1", False), ("2.6.0", True), ("2.9.1", True), ("2.10.0a0+git449b176", True),
-    ("2.11.0", False), ("2.13.0+cpu", False), ("3.0.0", False),
+    ("2.10.1", True), ("2.11.0", False), ("2.11.0rc1", False), ("2.13.0+cpu", False),
+    ("3.0.0", False),
 ])
 def test_fx_backport_range(version, needed):
     assert fx.BACKPORT.needed_by(release_of(version)) is needed
 
 
 def test_every_target_lies_under_a_startup_trigger():
-    """The startup watcher arms wrapt when a trigger package imports; a target
-    outside every trigger would be imported before its hook exists."""
+    """The startup watcher arms wrapt when a trigger package starts to import;
+    a target outside every trigger would be imported before its hook exists."""
     import torch_backports
 
-    for backport in _registry.BACKPORTS:
-        assert any(backport.target.startswith(t + ".") for t in torch_backports._TRIGGERS)
+    for name in _registry.names():
+        target = _registry.target(name)
+        assert any(target.startswith(t + ".") for t in torch_backports._TRIGGERS), target
 
 
-def test_registry_names_are_unique_and_listed():
+def test_registry_names_are_unique_and_load_their_modules():
     names = _registry.names()
     assert len(set(names)) == len(names)
-    assert _registry.get(fx.NAME) is fx.BACKPORT
+    for name in names:
+        backport = _registry.load(name)
+        assert backport.name == name
+        assert backport.first_affected < backport.first_fixed
+        assert backport.reproducer.strip() and backport.symptom
+        assert all(link.startswith("https://") for link in backport.upstream)
+    assert _registry.load(fx.NAME) is fx.BACKPORT
+
+
+def test_reproducers_never_import_torch_backports():
+    for name in _registry.names():
+        assert "torch_backports" not in _registry.load(name).reproducer, name

@@ -2,8 +2,9 @@
 
 torch_backports.pth (and torch_backports.start on Python 3.15+) calls
 install() at interpreter start. Nothing is patched then: install() only
-puts this module on sys.meta_path as a watcher, and the patches are made
-by wrapt's post-import hooks once torch's inductor is imported.
+puts this module on sys.meta_path as a watcher. When torch starts to
+import, the watcher arms wrapt's post-import hooks, one per backport's
+target module, and each patch is made when its target is imported.
 """
 
 # Cost contract. This module is imported at the start of every interpreter
@@ -11,9 +12,9 @@ by wrapt's post-import hooks once torch's inductor is imported.
 # that never touch torch: pip, test runners, one-line scripts. It therefore
 # imports nothing at module level, and install() imports only sys and
 # _thread, which the interpreter has loaded before site runs. wrapt,
-# packaging, logging and the backport modules cost 50-70 ms together
+# packaging, logging and our other modules cost 50-70 ms together
 # (measured against 8.5 ms for `python -c pass`), so they are imported
-# only when torch._inductor starts to import, which itself costs ~0.7 s.
+# only when torch starts to import, which itself costs ~1.5 s.
 # Everything else lives in other modules, because each line here is paid
 # by every process (benchmarks/run.py counts this module's instructions).
 #
@@ -21,16 +22,16 @@ by wrapt's post-import hooks once torch's inductor is imported.
 # exception in install() or in the watcher is kept in _startup_error, shown
 # by `torch-backports status`, and torch is left as it is.
 
-__version__ = "1.0.0"
+__version__ = "2.0.0.dev0"
 
 __all__ = ["__version__", "install", "status"]
 
-# The packages whose first import arms the wrapt hooks. Each backport's
-# target module must lie inside one of these (a unit test checks the
-# registry against it), so that wrapt's hook is in place before the target
-# is imported. torch._inductor is not imported by `import torch`, so a
-# program that only runs eager torch never loads wrapt.
-_TRIGGERS = ("torch._inductor",)
+# The packages whose first import arms the wrapt hooks. Every backport's
+# target module lies inside one of them (a unit test checks the registry
+# against it), so wrapt's hook is in place before the target is imported.
+# `import torch` itself imports some targets (torch._subclasses.fake_tensor),
+# so the trigger is torch's own import.
+_TRIGGERS = ("torch",)
 
 # "idle": install() not called; "watching": waiting for a trigger import;
 # "armed": wrapt's hooks are registered; "failed": see _startup_error.
@@ -99,9 +100,9 @@ def install() -> None:
 
     The .pth file calls this at start-up. Call it yourself where site does not
     process site-packages: under `python -S`, in embedded interpreters, or for
-    a `pip install --target` directory added to sys.path. If torch's inductor
-    is already imported, the patches are applied at once; otherwise they are
-    applied the moment it is imported. This never raises.
+    a `pip install --target` directory added to sys.path. Patches whose
+    target is already imported are applied at once; the others the moment
+    their target is imported. This never raises.
     """
     global _startup_state, _startup_error, _lock, _watcher
     try:
@@ -125,7 +126,7 @@ def install() -> None:
                 sys.meta_path.insert(0, _watcher)
                 _startup_state = "watching"
                 return
-        _arm()  # inductor is imported already
+        _arm()  # torch is imported already
     except _CONTAINED as exc:
         _startup_state = "failed"
         _startup_error = "%s: %s" % (type(exc).__name__, exc)
@@ -134,9 +135,9 @@ def install() -> None:
 def status() -> "list[dict]":
     """Return one record per backport for this interpreter, as plain dicts.
 
-    Each has the keys name, summary, upstream, affects, torch, state and
-    reason. Unlike the CLI, this does not start a new process.
+    Each has the keys name, summary, upstream, affects, target, torch, state
+    and reason. Unlike the CLI, this does not start a new process.
     """
     from . import _records
 
-    return [record.as_dict() for record in _records.snapshot()]
+    return _records.snapshot()

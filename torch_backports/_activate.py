@@ -1,9 +1,10 @@
 """Arming wrapt's post-import hooks and applying the backports.
 
-Imported when torch._inductor starts to import (or by a late install()),
-never at interpreter start, so it may import wrapt, packaging and logging.
-Every function that torch's import can reach catches Exception: whatever
-goes wrong, the backport is recorded as failed and torch is left as shipped.
+Imported when torch starts to import (or by a late install()), never at
+interpreter start, so it may import wrapt, packaging and logging. Every
+function that torch's import can reach catches what _CONTAINED names:
+whatever goes wrong, the backport is recorded with the reason and torch is
+left as shipped.
 """
 
 import logging
@@ -12,14 +13,14 @@ import threading
 from types import ModuleType
 from typing import Callable, Dict, Optional
 
-from . import _CONTAINED, _config, _records, _registry, _versions
-from ._backport import Backport, Revert
+from . import _CONTAINED, _config, _patching, _records, _registry, _versions
+from ._backport import Revert, format_release
 
 logger = logging.getLogger("torch_backports")
 
-# Held while a backport is applied or reverted, so that the patch is made at
-# most once however many threads trigger it. An RLock, because applying can
-# import modules that fire further hooks in the same thread.
+# Held while a backport is applied or reverted, so that each patch is made
+# at most once however many threads trigger it. An RLock, because applying
+# can import modules that fire further hooks in the same thread.
 _lock = threading.RLock()
 _armed = False
 _reverts: Dict[str, Revert] = {}
@@ -28,7 +29,7 @@ _reverts: Dict[str, Revert] = {}
 def arm() -> None:
     """Register a post-import hook for every backport's target module.
 
-    wrapt calls the hook right away if the target is already imported.
+    wrapt calls a hook right away if its target is already imported.
     """
     global _armed
     with _lock:
@@ -38,58 +39,71 @@ def arm() -> None:
     try:
         import wrapt
     except _CONTAINED as exc:  # ImportError, or a wrapt that fails to import
-        for backport in _registry.BACKPORTS:
-            _fail(backport, "wrapt could not be imported (%s: %s)" % (type(exc).__name__, exc))
+        for name in _registry.names():
+            _fail(name, "wrapt could not be imported (%s: %s)" % (type(exc).__name__, exc))
         return
-    for backport in _registry.BACKPORTS:
+    for name, target in _registry.BACKPORTS:
         try:
-            wrapt.register_post_import_hook(_hook_for(backport), backport.target)
+            wrapt.register_post_import_hook(_hook_for(name), target)
         except _CONTAINED as exc:
-            _fail(backport, "registering the import hook failed (%s: %s)" % (type(exc).__name__, exc))
+            _fail(name, "registering the import hook failed (%s: %s)" % (type(exc).__name__, exc))
 
 
-def _hook_for(backport: Backport) -> Callable[[ModuleType], None]:
+def _hook_for(name: str) -> Callable[[ModuleType], None]:
     def hook(module: ModuleType) -> None:
         try:
-            apply(backport, module)
+            apply(name, module)
         except _CONTAINED as exc:
-            _fail(backport, "%s: %s" % (type(exc).__name__, exc))
+            _fail(name, "%s: %s" % (type(exc).__name__, exc))
 
     return hook
 
 
-def apply(backport: Backport, module: ModuleType) -> str:
-    """Apply `backport` to its imported target `module` unless it is off,
-    not needed or already applied; record and return the resulting state."""
+def apply(name: str, module: ModuleType) -> str:
+    """Apply backport `name` to its imported target `module` unless it is
+    off, not needed, unrecognised or already applied; record and return the
+    resulting state. Whatever apply() raises, the target is restored."""
     with _lock:
-        if backport.name in _reverts:
+        if name in _reverts:
             return _records.APPLIED
-        version = getattr(sys.modules.get("torch"), "__version__", None)
-        version_text = running_torch_version()
+        version = running_torch_version()
         opt_out = _config.read_opt_out(_registry.names())
-        for name in opt_out.unknown:
-            if not _records.add_note("%s names no backport: %r" % (_config.ENV_DISABLE, name)):
+        for unknown in opt_out.unknown:
+            if not _records.add_note("%s names no backport: %r" % (_config.ENV_DISABLE, unknown)):
                 continue  # warned already, for an earlier backport
             logger.warning(
                 "%s names no backport %r; known backports: %s",
-                _config.ENV_DISABLE, name, ", ".join(_registry.names()),
+                _config.ENV_DISABLE, unknown, ", ".join(_registry.names()),
             )
-        if opt_out.disables(backport.name):
-            return _set(backport, _records.DISABLED, opt_out.describe(), version_text)
+        if opt_out.disables(name):
+            return _set(name, _records.DISABLED, opt_out.describe(), version)
         try:
-            release = _versions.release_of(version)
+            release = _versions.release_of(getattr(sys.modules.get("torch"), "__version__", None))
         except _versions.UnknownRelease as exc:
-            return _fail(backport, str(exc), version_text)
+            return _fail(name, str(exc), version)
         except ImportError as exc:
-            return _fail(backport, "packaging could not be imported (%s)" % exc, version_text)
+            return _fail(name, "packaging could not be imported (%s)" % exc, version)
+        backport = _registry.load(name)
         if release < backport.first_affected:
-            return _set(backport, _records.NOT_COVERED,
-                        "torch %d.%d predates the affected releases" % release, version_text)
+            return _set(name, _records.NOT_COVERED, "torch %s predates the affected releases (%s)"
+                        % (format_release(release), backport.affects()), version)
         if not backport.needed_by(release):
-            return _set(backport, _records.NOT_NEEDED,
-                        "torch %d.%d ships the fix" % release, version_text)
-        _reverts[backport.name] = backport.apply(module, release)
-        return _set(backport, _records.APPLIED, "patched for torch %d.%d" % release, version_text)
+            return _set(name, _records.NOT_NEEDED, "torch %s ships the fix (since %s)"
+                        % (format_release(release), format_release(backport.first_fixed)), version)
+        restore = _patching.snapshot(module)
+        try:
+            _reverts[name] = backport.apply(module, release)
+        except _patching.CarriesFix as exc:
+            restore()
+            return _set(name, _records.NOT_NEEDED, "this build carries the fix: %s" % exc, version)
+        except _patching.Unrecognised as exc:
+            restore()
+            return _set(name, _records.UNRECOGNISED, "%s; torch left untouched" % exc, version)
+        except BaseException:
+            restore()
+            raise
+        return _set(name, _records.APPLIED, "patched for torch %s" % format_release(release),
+                    version)
 
 
 def revert(name: str) -> bool:
@@ -103,9 +117,9 @@ def revert(name: str) -> bool:
         return True
 
 
-def _set(backport: Backport, state: str, reason: str, version: "Optional[str]" = None) -> str:
-    _records.set_state(backport.name, state, reason, version)
-    logger.debug("%s: %s (%s)", backport.name, state, reason)
+def _set(name: str, state: str, reason: str, version: "Optional[str]" = None) -> str:
+    _records.set_state(name, state, reason, version)
+    logger.debug("%s: %s (%s)", name, state, reason)
     return state
 
 
@@ -115,6 +129,6 @@ def running_torch_version() -> Optional[str]:
     return str(version) if isinstance(version, str) else None
 
 
-def _fail(backport: Backport, reason: str, version: "Optional[str]" = None) -> str:
-    return _set(backport, _records.FAILED, reason + "; torch left untouched",
+def _fail(name: str, reason: str, version: "Optional[str]" = None) -> str:
+    return _set(name, _records.FAILED, reason + "; torch left untouched",
                 version or running_torch_version())

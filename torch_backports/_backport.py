@@ -1,36 +1,53 @@
 """The description every backport module gives of itself."""
 
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Callable, Tuple
+from typing import Callable, Mapping, NamedTuple, Tuple
 
-Release = Tuple[int, int]
-"""A torch release as (major, minor): 2.10.0+cu128 and 2.10.0a0 are both (2, 10)."""
+Release = Tuple[int, int, int]
+"""A torch release as (major, minor, micro): 2.10.0+cu128, 2.10.0a0+git... and
+2.10.0rc1 are all (2, 10, 0)."""
 
 Revert = Callable[[], None]
 """Undoes a patch; returned by Backport.apply."""
 
 
-@dataclass(frozen=True)
-class Backport:
-    """One fix from a newer torch and the releases that lack it.
+class Backport(NamedTuple):
+    """One fix from a newer torch, the releases that lack it, and its proof.
 
-    `apply(module, release)` patches `module` (the imported `target`) for the
-    given release and returns a callable that reverts the patch. It raises
-    on anything it does not recognise, before changing anything.
+    `apply(module, release)` patches `module`, the imported target that the
+    registry names, on torch `release`, and returns a callable that reverts
+    the patch. It raises before
+    changing anything if the code is not what it was verified against
+    (torch_backports._patching raises Unrecognised or CarriesFix for that).
+
+    `reproducer` is the source of a small program that uses public torch
+    APIs only and never imports torch_backports. On stock torch of an
+    affected release it fails, and its stderr contains `symptom`; with the
+    fix it exits 0. It exits 77 after printing "skipped: <what it needs>"
+    when a prerequisite (a C++ compiler, gloo, a package) is missing.
+    `torch-backports verify` and the real-wheel tests run it.
     """
 
     name: str
     summary: str
     upstream: Tuple[str, ...]
-    target: str
     first_affected: Release
-    last_affected: Release
+    first_fixed: Release
     apply: Callable[[ModuleType, Release], Revert]
+    reproducer: str
+    symptom: str
 
     def affects(self) -> str:
-        """The affected releases as text, e.g. '2.6 - 2.10'."""
-        return "%d.%d - %d.%d" % (self.first_affected + self.last_affected)
+        """The affected releases as a version specifier, e.g. '>=2.6.0,<2.11.0'."""
+        return ">=%s,<%s" % (format_release(self.first_affected), format_release(self.first_fixed))
 
     def needed_by(self, release: Release) -> bool:
-        return self.first_affected <= release <= self.last_affected
+        return self.first_affected <= release < self.first_fixed
+
+
+def format_release(release: Release) -> str:
+    return "%d.%d.%d" % release
+
+
+Fingerprints = Mapping[str, str]
+"""Fingerprint (torch_backports._fingerprint) -> the releases it was read from."""

@@ -1,4 +1,4 @@
-"""`torch-backports status | check`, also `python -m torch_backports`."""
+"""`torch-backports status | check | verify`, also `python -m torch_backports`."""
 
 import argparse
 import json
@@ -10,7 +10,7 @@ import torch_backports
 from . import _environment, _probe, _records, _registry, _versions
 
 # States that leave a needed backport inactive in a new process.
-_INACTIVE = (_records.PENDING, _records.DISABLED, _records.FAILED)
+_INACTIVE = (_records.PENDING, _records.DISABLED, _records.UNRECOGNISED, _records.FAILED)
 
 
 def gather(probe: bool = True) -> dict:
@@ -29,7 +29,8 @@ def gather(probe: bool = True) -> dict:
         "new_process": None,
         "backports": [],
     }
-    result = _probe.probe_new_process() if (probe and version) else None
+    targets = list(dict.fromkeys(_registry.target(name) for name in _registry.names()))
+    result = _probe.probe_new_process(targets) if (probe and version) else None
     if result is not None:
         # The child's torch.__version__ beats metadata, which a source tree lacks.
         version = report["torch"] = result.torch_version or version
@@ -43,7 +44,7 @@ def gather(probe: bool = True) -> dict:
         }
     by_name = {r["name"]: r for r in (result.records if result and result.ok else [])}
     for record in _records.snapshot():
-        row = by_name.get(record.name) or record.as_dict()
+        row = by_name.get(record["name"]) or record
         if version is None:
             row = dict(row, reason="torch is not installed in this environment")
         elif result is None:
@@ -66,7 +67,7 @@ def problems(report: dict) -> List[str]:
     found = []
     new = report["new_process"] or {}
     for row in report["backports"]:
-        if not _registry.get(row["name"]).needed_by(release) or row["state"] not in _INACTIVE:
+        if not _registry.load(row["name"]).needed_by(release) or row["state"] not in _INACTIVE:
             continue
         reason = row["reason"]
         if row["state"] == _records.PENDING:
@@ -122,7 +123,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         "check", help="exit 1 if a backport this torch needs would not be active in a new process"
     )
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    verify = commands.add_parser(
+        "verify", help="run each needed backport's reproducer, stock and with torch-backports"
+    )
+    verify.add_argument("names", nargs="*", metavar="NAME",
+                        help="backports to verify (default: every one this torch needs)")
+    verify.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        return _verify_command(args.names, args.json)
 
     report = gather(probe=not getattr(args, "no_probe", False))
     if args.command == "check":
@@ -141,6 +150,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         _print_table(report)
     return 0
+
+
+def _verify_command(names: List[str], as_json: bool) -> int:
+    from . import _verify
+
+    version = _environment.torch_version()
+    if version is None:
+        print("torch-backports verify: torch is not installed in this environment.")
+        return 0
+    chosen = _verify.selected(names, version)
+    not_run = [(name, "not asked for" if names else "not needed by torch %s" % version)
+               for name in _registry.names() if name not in chosen]
+    print("torch-backports verify: torch %s, %d reproducer(s), each run twice in a new "
+          "interpreter; this takes minutes." % (version, len(chosen)), file=sys.stderr)
+    verdicts = _verify.verify(names, version,
+                              lambda line: print("  " + line, file=sys.stderr, flush=True))
+    ok = all(v.ok for v in verdicts)
+    if as_json:
+        print(json.dumps({"torch": version, "ok": ok,
+                          "backports": [v.as_dict() for v in verdicts],
+                          "not_run": [{"name": n, "reason": r} for n, r in not_run]}, indent=2))
+    else:
+        print(_verify.table(verdicts, not_run))
+        print("\nverify %s" % ("passed" if ok else "FAILED"))
+    return 0 if ok else 1
 
 
 def entry_point() -> None:

@@ -1,8 +1,8 @@
 """What torch-backports does in a new process of this environment.
 
 The CLI itself never imports torch: it starts a child interpreter with the
-same executable and environment, which imports torch's inductor as a user
-program would and reports the records. The child's own output (torch's
+same executable and environment, which imports every backport's target
+module as a user program would and reports the records. The child's own output (torch's
 warnings, for instance) is captured and never shown.
 """
 
@@ -14,16 +14,19 @@ from typing import List, Optional
 
 _MARKER = "torch-backports-probe:"
 
-# Runs in the child. It imports torch._inductor.codecache first, so that the
-# startup hook (if site ran it) is what applies the patch, exactly as in a
-# user's program; torch_backports is imported only afterwards, to read out.
+# Runs in the child, with the target modules as argv. It imports them first,
+# so that the startup hook (if site ran it) is what applies the patches,
+# exactly as in a user's program; torch_backports' own modules are imported
+# only afterwards, to read out.
 _CHILD = """
-import json
-error = None
-try:
-    import torch._inductor.codecache
-except BaseException as exc:
-    error = "%s: %s" % (type(exc).__name__, exc)
+import importlib, json, sys
+errors = []
+for target in sys.argv[1:]:
+    try:
+        importlib.import_module(target)
+    except BaseException as exc:
+        errors.append("%s: %s: %s" % (target, type(exc).__name__, exc))
+error = "; ".join(errors) or None
 import torch_backports, torch_backports._activate as a, torch_backports._records as r
 print(MARKER + json.dumps({
     "import_error": error,
@@ -50,11 +53,12 @@ class ProbeResult:
     failure: Optional[str] = None
 
 
-def probe_new_process(timeout: float = 300.0) -> ProbeResult:
-    """Start `python -c ...` in this environment and collect its records."""
+def probe_new_process(targets: List[str], timeout: float = 300.0) -> ProbeResult:
+    """Start `python -c ...` in this environment, importing `targets`, and
+    collect its records."""
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _CHILD],
+            [sys.executable, "-c", _CHILD, *targets],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -1,8 +1,12 @@
-"""What each backport did in this interpreter, for status() and the CLI."""
+"""What each backport did in this interpreter, for status() and the CLI.
+
+Records hold only the outcome (state, reason, torch version): the facts of a
+backport (summary, links, releases) come from its module when a report is
+made, so that recording an outcome never imports another backport's module.
+"""
 
 import threading
-from dataclasses import asdict, dataclass, replace
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import _registry
 
@@ -11,62 +15,53 @@ APPLIED = "applied"
 NOT_NEEDED = "not needed"
 NOT_COVERED = "not covered"
 DISABLED = "disabled"
+UNRECOGNISED = "unrecognised"
 FAILED = "failed"
 
-STATES = (PENDING, APPLIED, NOT_NEEDED, NOT_COVERED, DISABLED, FAILED)
+STATES = (PENDING, APPLIED, NOT_NEEDED, NOT_COVERED, DISABLED, UNRECOGNISED, FAILED)
 
-
-@dataclass(frozen=True)
-class Record:
-    """The state of one backport in this interpreter."""
-
-    name: str
-    summary: str
-    upstream: List[str]
-    affects: str
-    torch: Optional[str]
-    state: str
-    reason: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
+Outcome = Tuple[str, str, Optional[str]]
+"""(state, reason, torch version)"""
 
 _lock = threading.Lock()
-_records: Dict[str, Record] = {}
+_outcomes: Dict[str, Outcome] = {}
 # Problems that belong to no single backport, such as unknown names in
 # TORCH_BACKPORTS_DISABLE.
 _notes: List[str] = []
 
 
-def _initial(name: str) -> Record:
-    backport = _registry.get(name)
-    return Record(
-        name=backport.name,
-        summary=backport.summary,
-        upstream=list(backport.upstream),
-        affects=backport.affects(),
-        torch=None,
-        state=PENDING,
-        reason="torch's inductor has not been imported in this process",
-    )
-
-
 def set_state(name: str, state: str, reason: str, torch: Optional[str] = None) -> None:
     """Record the outcome for backport `name`; the latest call wins."""
     with _lock:
-        current = _records.get(name) or _initial(name)
-        _records[name] = replace(current, state=state, reason=reason, torch=torch)
+        _outcomes[name] = (state, reason, torch)
 
 
-def get(name: str) -> Record:
+def get(name: str) -> Outcome:
     with _lock:
-        return _records.get(name) or _initial(name)
+        return _outcomes.get(name) or (
+            PENDING, "its target %s has not been imported in this process"
+            % _registry.target(name), None)
 
 
-def snapshot() -> List[Record]:
+def report(name: str) -> dict:
+    """The record of backport `name` with its facts, as a JSON-ready dict."""
+    backport = _registry.load(name)
+    state, reason, torch = get(name)
+    return {
+        "name": name,
+        "summary": backport.summary,
+        "upstream": list(backport.upstream),
+        "affects": backport.affects(),
+        "target": _registry.target(name),
+        "torch": torch,
+        "state": state,
+        "reason": reason,
+    }
+
+
+def snapshot() -> List[dict]:
     """Every registered backport's record, in registry order."""
-    return [get(backport.name) for backport in _registry.BACKPORTS]
+    return [report(name) for name in _registry.names()]
 
 
 def add_note(note: str) -> bool:

@@ -1,23 +1,37 @@
-"""Every backport torch-backports knows, in the order they are applied.
+"""Every backport torch-backports knows, and the module each one patches.
 
-Adding a backport: write torch_backports/backports/<name>.py with a
-BACKPORT, list it here, and add its reproducer test under tests/.
+One line per backport: its name and its target, the module whose import
+applies it. The backport's own module, torch_backports/backports/<name
+with underscores>.py, holds everything else (the facts, the patch and the
+reproducer). It is imported only when its target is, or by the CLI, so that
+nothing of a backport is loaded in a process that never reaches its target.
 """
 
+import importlib
 from typing import Tuple
 
 from ._backport import Backport
-from .backports import fx_graph_cache_pickling
 
-BACKPORTS: Tuple[Backport, ...] = (fx_graph_cache_pickling.BACKPORT,)
+# (name, target module), in the order hooks are registered.
+BACKPORTS: Tuple[Tuple[str, str], ...] = (
+    ("fx-graph-cache-pickling", "torch._inductor.codecache"),
+    ("cpp-vec-indirect-assert-mask", "torch._inductor.codegen.cpp"),
+)
 
 
 def names() -> Tuple[str, ...]:
-    return tuple(backport.name for backport in BACKPORTS)
+    return tuple(name for name, _ in BACKPORTS)
 
 
-def get(name: str) -> Backport:
-    for backport in BACKPORTS:
-        if backport.name == name:
-            return backport
+def target(name: str) -> str:
+    for known, module in BACKPORTS:
+        if known == name:
+            return module
     raise KeyError(name)
+
+
+def load(name: str) -> Backport:
+    """Import backport `name`'s module and return its BACKPORT."""
+    target(name)  # KeyError for a name that is not registered
+    module = importlib.import_module("torch_backports.backports." + name.replace("-", "_"))
+    return module.BACKPORT

@@ -1,4 +1,4 @@
-"""Which torch release is running, judged by (major, minor) only."""
+"""Which torch release is running, as (major, minor, micro)."""
 
 from typing import Optional
 
@@ -10,12 +10,14 @@ class UnknownRelease(ValueError):
 
 
 def release_of(version: Optional[str]) -> Release:
-    """Return (major, minor) of a torch version string.
+    """Return (major, minor, micro) of a torch version string.
 
-    Local, pre-release and dev parts do not matter: 2.10.0+cu128, 2.10.0+cpu,
-    2.10.0a0+git449b176 (source and NGC builds), 2.10.0.dev20260101 and
-    2.10.0rc1 are all (2, 10). packaging is imported here, not at start-up,
-    since this runs only once torch's inductor is being imported.
+    Patch releases differ (2.7.0 and 2.7.1 carry different fixes), so the
+    micro counts; a missing one is 0. Local, pre-release and dev parts do
+    not: 2.10.0+cu128, 2.10.0+cpu, 2.10.0a0+git449b176 (source and NGC
+    builds), 2.10.0.dev20260101 and 2.10.0rc1 are all (2, 10, 0).
+    packaging is imported here, not at start-up, since this runs only once
+    torch itself is being imported.
     """
     from packaging.version import InvalidVersion, Version
 
@@ -27,4 +29,5 @@ def release_of(version: Optional[str]) -> Release:
         raise UnknownRelease("torch.__version__ %r is not a valid version" % version) from None
     if len(parsed.release) < 2:
         raise UnknownRelease("torch.__version__ %r has no minor release" % version)
-    return (parsed.release[0], parsed.release[1])
+    major, minor, micro = (parsed.release + (0,))[:3]
+    return (major, minor, micro)

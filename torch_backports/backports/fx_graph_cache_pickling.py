@@ -56,7 +56,7 @@ def _is_pybind11_refusal(error: BaseException) -> bool:
 def escaping_types(release: Release) -> Tuple[Type[Exception], ...]:
     """The exception types that `release`'s dumps lets escape, besides the
     pybind11 RuntimeError, which every covered release lets escape."""
-    if release <= (2, 9):
+    if release < (2, 10, 0):
         return (pickle.PicklingError, ValueError)
     return (ValueError,)
 
@@ -113,6 +113,35 @@ def apply(codecache: ModuleType, release: Release) -> Revert:
     return revert
 
 
+# A compile whose cache key holds a cycle, as a DeviceMesh's does: inductor
+# hashes the uuid() of the custom post-grad pass into the FX graph cache key.
+REPRODUCER = r"""
+import shutil, sys
+import torch
+import torch._inductor.config
+from torch._inductor.custom_graph_pass import CustomGraphPass
+
+if not any(map(shutil.which, ("g++", "c++", "clang++"))):
+    print("skipped: needs a C++ compiler for inductor's CPU backend")
+    sys.exit(77)
+
+class CyclicKey(CustomGraphPass):
+    def __call__(self, graph):
+        return None
+
+    def uuid(self):
+        loop = []
+        loop.append(loop)
+        return loop
+
+def model(x):
+    return torch.sin(x) * 2 + 1
+
+torch._inductor.config.post_grad_custom_post_pass = CyclicKey()
+x = torch.arange(8, dtype=torch.float32)
+assert torch.allclose(torch.compile(model)(x), model(x))
+"""
+
 BACKPORT = Backport(
     name=NAME,
     summary="torch.compile bypasses the FX graph cache, instead of crashing with "
@@ -122,8 +151,9 @@ BACKPORT = Backport(
         "https://github.com/pytorch/pytorch/issues/176532",
         "https://github.com/pytorch/pytorch/issues/179597",
     ),
-    target="torch._inductor.codecache",
-    first_affected=(2, 6),
-    last_affected=(2, 10),
+    first_affected=(2, 6, 0),
+    first_fixed=(2, 11, 0),
     apply=apply,
+    reproducer=REPRODUCER,
+    symptom="fast mode: can't pickle cyclic objects",
 )

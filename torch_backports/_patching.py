@@ -1,0 +1,127 @@
+"""Replacing a function of torch's only where it is the code we verified."""
+
+from typing import Any, Callable
+
+from . import _fingerprint
+from ._backport import Fingerprints, Revert
+
+
+class Unrecognised(Exception):
+    """The code to replace is not one of the verified versions; torch is left as it is."""
+
+
+class CarriesFix(Exception):
+    """The code to replace already is the fixed version (a vendor cherry-pick)."""
+
+
+def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> None:
+    """Raise unless `function`'s source is one of the `verified` fingerprints."""
+    try:
+        found = _fingerprint.of_function(function)
+    except (OSError, TypeError) as exc:
+        raise Unrecognised("%s: its source cannot be read (%s)" % (where, exc)) from None
+    if found in fixed:
+        raise CarriesFix("%s already has the fix (fingerprint %s, as in torch %s)"
+                         % (where, found, fixed[found]))
+    if found not in verified:
+        raise Unrecognised("%s has fingerprint %s, which matches no verified release (%s)"
+                           % (where, found, ", ".join(sorted(set(verified.values())))))
+
+
+def replace_attribute(owner: Any, name: str, new: Any, verified: Fingerprints,
+                      fixed: Fingerprints) -> Revert:
+    """Set `owner.name` to `new` if the current value (found in the owner's own
+    __dict__, a class's or a module's) is verified code; return the undo."""
+    where = "%s.%s" % (getattr(owner, "__qualname__", getattr(owner, "__name__", owner)), name)
+    try:
+        old = vars(owner)[name]
+    except KeyError:
+        raise Unrecognised("%s does not exist" % where) from None
+    check(old, where, verified, fixed)
+    setattr(owner, name, new)
+
+    def revert() -> None:
+        if vars(owner).get(name) is new:
+            setattr(owner, name, old)
+
+    return revert
+
+
+def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fingerprints,
+              fixed: Fingerprints) -> Callable:
+    """A copy of `function` compiled from its own source with `edits` applied.
+
+    For a fix that is a few words inside a long function: rather than carry
+    a copy of the whole function, change exactly the text upstream changed,
+    in the source of the very function installed, after its fingerprint has
+    shown it is the code the edits were written against. Each `old` must
+    occur exactly once. The copy has the original's globals, defaults,
+    name and line numbers (tracebacks point into torch's file), and its
+    `__class__` cell where the original uses zero-argument super().
+    """
+    import __future__
+    import ast
+    import inspect
+    import textwrap
+
+    where = getattr(function, "__qualname__", repr(function))
+    check(function, where, verified, fixed)
+    source = textwrap.dedent(inspect.getsource(function))
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise Unrecognised("%s: %r occurs %d times, not once" % (where, old, source.count(old)))
+        source = source.replace(old, new)
+    code = function.__code__
+    if code.co_freevars not in ((), ("__class__",)):
+        raise Unrecognised("%s is a closure over %s" % (where, ", ".join(code.co_freevars)))
+    # Compiled inside a factory taking __class__, so that zero-argument
+    # super() in a method finds its class exactly as in the original.
+    tree = ast.parse("def _factory(__class__):\n" + textwrap.indent(source, "    ")
+                     + "\n    return %s\n" % function.__name__)
+    ast.increment_lineno(tree, code.co_firstlineno - 2)
+    flags = 0
+    for feature in __future__.all_feature_names:
+        flag = getattr(__future__, feature).compiler_flag
+        if code.co_flags & flag:
+            flags |= flag
+    namespace: dict = {}
+    exec(compile(tree, code.co_filename, "exec", flags=flags, dont_inherit=True),
+         function.__globals__, namespace)
+    cell_class = None
+    if code.co_freevars:
+        cell_class = function.__closure__[0].cell_contents
+    new = namespace["_factory"](cell_class)
+    new.__qualname__ = function.__qualname__
+    new.__module__ = function.__module__
+    new.__defaults__ = function.__defaults__
+    new.__kwdefaults__ = function.__kwdefaults__
+    new.__doc__ = function.__doc__
+    new.__dict__.update(function.__dict__)
+    return new
+
+
+_MISSING = object()
+
+
+def snapshot(module: Any) -> Revert:
+    """A restore point for `module` and the classes it defines.
+
+    Taken before a backport's apply(); calling it puts back every attribute
+    of those namespaces that apply() set, replaced or deleted, so a patch
+    that raises halfway leaves its target exactly as shipped.
+    """
+    name = getattr(module, "__name__", None)
+    owners = [module] + [value for value in vars(module).values()
+                         if isinstance(value, type) and value.__module__ == name]
+    saved = [(owner, dict(vars(owner))) for owner in owners]
+
+    def restore() -> None:
+        for owner, before in saved:
+            now = vars(owner)
+            for key in [key for key in now if key not in before]:
+                delattr(owner, key)
+            for key, value in before.items():
+                if now.get(key, _MISSING) is not value:
+                    setattr(owner, key, value)
+
+    return restore

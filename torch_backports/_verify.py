@@ -1,0 +1,148 @@
+"""`torch-backports verify`: each backport's reproducer, stock and fixed, on this torch.
+
+Every reproducer runs in a new interpreter of this environment, twice: once
+with TORCH_BACKPORTS_DISABLE naming its backport (stock torch) and once
+without (torch-backports as installed). The program never imports
+torch_backports; the .pth does whatever is done, as for a user's program.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from typing import Callable, List, NamedTuple, Optional, Sequence
+
+from . import _config, _registry, _versions
+from ._backport import Backport
+
+SKIP_EXIT = 77
+"""A reproducer exits with this after printing "skipped: <what it needs>"."""
+
+OK, CRASHED, SKIPPED, TIMED_OUT = "ok", "crashed", "skipped", "timed out"
+
+
+class Run(NamedTuple):
+    """One run of a reproducer."""
+
+    outcome: str
+    detail: str
+    seconds: float
+    symptom: bool  # the backport's symptom is in the output
+
+    def describe(self) -> str:
+        return self.outcome + (": " + self.detail if self.detail else "")
+
+
+class Verdict(NamedTuple):
+    name: str
+    stock: Optional[Run]
+    fixed: Optional[Run]
+    verdict: str
+    ok: bool
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "stock": self.stock._asdict() if self.stock else None,
+            "with_torch_backports": self.fixed._asdict() if self.fixed else None,
+            "verdict": self.verdict,
+            "ok": self.ok,
+        }
+
+
+def exception_line(stderr: str) -> str:
+    """The exception line of the last traceback in `stderr`, e.g.
+    'torch._dynamo.exc.BackendCompilerFailed: ...', shortened to its type."""
+    lines = stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    for line in lines[starts[-1] + 1:] if starts else []:
+        if line and not line[0].isspace():
+            match = re.match(r"([A-Za-z_][\w.]*)(:|$)", line)
+            return match.group(1).rsplit(".", 1)[-1] if match else line[:80]
+    tail = [line for line in lines if line.strip()]
+    return tail[-1][:80] if tail else "no output"
+
+
+def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> Run:
+    """Run `backport`'s reproducer in a new interpreter, stock or fixed."""
+    env = {k: v for k, v in os.environ.items() if k != _config.ENV_DISABLE}
+    if stock:
+        env[_config.ENV_DISABLE] = backport.name
+    started = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-c", backport.reproducer], env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Run(TIMED_OUT, "after %.0f s" % timeout, time.monotonic() - started, False)
+    seconds = round(time.monotonic() - started, 1)
+    symptom = backport.symptom in done.stderr or backport.symptom in done.stdout
+    if done.returncode == 0:
+        return Run(OK, "", seconds, symptom)
+    if done.returncode == SKIP_EXIT:
+        said = [line for line in done.stdout.splitlines() if line.startswith("skipped:")]
+        return Run(SKIPPED, said[-1][len("skipped:"):].strip() if said else "", seconds, symptom)
+    return Run(CRASHED, exception_line(done.stderr), seconds, symptom)
+
+
+def judge(name: str, stock: Run, fixed: Run) -> Verdict:
+    if SKIPPED in (stock.outcome, fixed.outcome):
+        run = stock if stock.outcome == SKIPPED else fixed
+        return Verdict(name, stock, fixed, "skipped: needs " + (run.detail or "a prerequisite"),
+                       True)
+    if fixed.outcome != OK:
+        return Verdict(name, stock, fixed, "FAILED: the reproducer fails with torch-backports",
+                       False)
+    if stock.outcome == OK:
+        return Verdict(name, stock, fixed, "not reproduced: stock torch passes too "
+                       "(this build may carry the fix)", True)
+    if not stock.symptom:
+        return Verdict(name, stock, fixed, "passes; stock torch failed without the upstream "
+                       "symptom", True)
+    return Verdict(name, stock, fixed, "fixed", True)
+
+
+def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
+    """The backports to run: `names`, or those this torch needs (all of
+    them if its release cannot be read)."""
+    if names:
+        known = {name.lower().replace("_", "-"): name for name in _registry.names()}
+        unknown = [n for n in names if n.lower().replace("_", "-") not in known]
+        if unknown:
+            raise SystemExit("torch-backports verify: no backport named %s; known: %s"
+                             % (", ".join(unknown), ", ".join(_registry.names())))
+        return [known[n.lower().replace("_", "-")] for n in names]
+    try:
+        release = _versions.release_of(torch_version)
+    except (_versions.UnknownRelease, ImportError):
+        return list(_registry.names())
+    return [n for n in _registry.names() if _registry.load(n).needed_by(release)]
+
+
+def verify(names: Sequence[str], torch_version: Optional[str],
+           progress: Callable[[str], None]) -> List[Verdict]:
+    chosen = selected(names, torch_version)
+    verdicts = []
+    for number, name in enumerate(chosen, 1):
+        backport = _registry.load(name)
+        runs = []
+        for stock in (True, False):
+            what = "stock torch (%s=%s)" % (_config.ENV_DISABLE, name) if stock \
+                else "with torch-backports"
+            progress("[%d/%d] %s, %s ..." % (number, len(chosen), name, what))
+            run = run_reproducer(backport, stock)
+            progress("[%d/%d] %s, %s: %s (%.1f s)"
+                     % (number, len(chosen), name, what, run.describe(), run.seconds))
+            runs.append(run)
+        verdicts.append(judge(name, *runs))
+    return verdicts
+
+
+def table(verdicts: Sequence[Verdict], skipped: Sequence[str]) -> str:
+    header = ("backport", "stock torch", "with torch-backports", "verdict")
+    rows = [(v.name, v.stock.describe(), v.fixed.describe(), v.verdict) for v in verdicts]
+    rows += [(name, "-", "-", reason) for name, reason in skipped]
+    widths = [max(len(row[i]) for row in [header] + rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3]
+                     for row in [header] + rows)
