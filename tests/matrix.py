@@ -3,7 +3,7 @@ at a time, each in a new venv that is deleted afterwards (a CUDA wheel with
 its nvidia packages is ~4 GB). Not run in CI. Prints one line per release
 and writes tests/matrix-results.json.
 
-usage: python tests/matrix.py [VERSION ...]   (default: 2.6.0 2.7.1 2.8.0)
+usage: python tests/matrix.py [VERSION ...]   (default: 2.6.0 2.7.0 2.7.1 2.8.0 2.9.0)
 """
 
 import json
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["2.6.0", "2.7.1", "2.8.0"]
+DEFAULT = ["2.6.0", "2.7.0", "2.7.1", "2.8.0", "2.9.0"]
 
 
 def sh(*cmd, **kw):

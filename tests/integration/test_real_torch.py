@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import last_json, run_interpreter, run_python
+from torch_backports import _registry
+from torch_backports._versions import release_of
 
 EXPECTED = os.environ.get("TORCH_BACKPORTS_REAL_TORCH")
 pytestmark = [
@@ -131,18 +133,28 @@ print(json.dumps({"wrapped": wrapped, "plain": type(f).__name__ == "function",
     assert result["module"] == "torch._inductor.codecache"
 
 
+def expected_state(name):
+    backport = _registry.load(name)
+    release = release_of(EXPECTED)
+    if release < backport.first_affected:
+        return "not covered"
+    return "applied" if backport.needed_by(release) else "not needed"
+
+
 def test_status_and_check_report_this_torch():
     needs_torch()
     done = cli("status", "--json")
     assert done.returncode == 0, done.stderr
-    (row,) = json.loads(done.stdout)["backports"]
-    expected = "applied" if (2, 6) <= release() <= (2, 10) else "not needed"
-    assert row["state"] == expected, row
+    rows = {row["name"]: row for row in json.loads(done.stdout)["backports"]}
+    assert sorted(rows) == sorted(_registry.names())
+    for name, row in rows.items():
+        assert row["state"] == expected_state(name), row
     assert cli("check").returncode == 0
+    needed = [name for name in rows if expected_state(name) == "applied"]
     disabled = cli("check", env={"TORCH_BACKPORTS_DISABLE": "1"})
-    assert disabled.returncode == (1 if expected == "applied" else 0), disabled.stdout
-    if expected == "applied":
-        assert "disabled" in disabled.stdout
+    assert disabled.returncode == (1 if needed else 0), disabled.stdout
+    for name in needed:
+        assert "%s is needed by torch" % name in disabled.stdout
 
 
 def test_without_torch_nothing_is_printed_or_loaded():

@@ -1,0 +1,39 @@
+"""Every backport's reproducer on the real wheel of this tox env.
+
+On a release a backport claims, the reproducer fails with the upstream
+symptom under TORCH_BACKPORTS_DISABLE=<name> and passes without it. On a
+release that ships the fix (the first fixed one, the newest) it passes with
+torch-backports installed, which leaves that torch as shipped. These are the
+programs `torch-backports verify` runs; none imports torch_backports.
+"""
+
+import pytest
+
+from test_real_torch import EXPECTED, needs_torch, pytestmark  # noqa: F401
+from torch_backports import _registry, _verify
+from torch_backports._backport import format_release
+from torch_backports._versions import release_of
+
+
+def reproduce(name, stock):
+    run = _verify.run_reproducer(_registry.load(name), stock=stock)
+    if run.outcome == _verify.SKIPPED:
+        pytest.skip("%s's reproducer needs %s" % (name, run.detail))
+    return run
+
+
+@pytest.mark.parametrize("name", _registry.names())
+def test_reproducer(name):
+    needs_torch()
+    backport = _registry.load(name)
+    release = release_of(EXPECTED)
+    if release < backport.first_affected:
+        pytest.skip("torch %s predates %s (%s)" % (EXPECTED, name, backport.affects()))
+    if backport.needed_by(release):
+        stock = reproduce(name, stock=True)
+        assert stock.outcome == _verify.CRASHED and stock.symptom, (
+            "stock torch %s should fail with %r: %s" % (EXPECTED, backport.symptom, stock))
+    fixed = reproduce(name, stock=False)
+    assert fixed.outcome == _verify.OK, (
+        "torch %s (fixed in %s) fails with torch-backports: %s"
+        % (EXPECTED, format_release(backport.first_fixed), fixed))

@@ -1,0 +1,150 @@
+"""Fingerprints, source edits and restore points, on small made-up modules
+(no torch): what every fingerprint-pinned backport relies on."""
+
+import sys
+import types
+import textwrap
+
+import pytest
+
+from torch_backports import _activate, _fingerprint, _patching, _records, _registry
+from torch_backports._backport import Backport
+
+SOURCE = '''
+class Base:
+    def describe(self, x):
+        return "base %s" % x
+
+
+class Kernel(Base):
+    LIMIT = 3
+
+    def describe(self, x):
+        """Say what x is."""
+        text = super().describe(x)
+        return text + " (scalar)"
+
+
+def helper(a, b=2):
+    return a + b
+'''
+
+
+@pytest.fixture
+def module(tmp_path, monkeypatch):
+    """A real module from a real file, so inspect can read its source."""
+    path = tmp_path / "made_up_target.py"
+    path.write_text(SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("made_up_target", None)
+    import made_up_target
+
+    yield made_up_target
+    sys.modules.pop("made_up_target", None)
+
+
+def test_fingerprint_of_a_live_function_matches_the_file(module):
+    live = _fingerprint.of_function(module.Kernel.describe)
+    assert live == _fingerprint.of_file(SOURCE, "Kernel.describe")
+    assert live != _fingerprint.of_file(SOURCE, "Base.describe")
+    assert _fingerprint.of_file(SOURCE, "helper") == _fingerprint.of_function(module.helper)
+
+
+def test_fingerprint_ignores_indentation_and_trailing_blanks():
+    source = "def f():\n    return 1\n"
+    assert _fingerprint.of_source(textwrap.indent(source, "    ")) == _fingerprint.of_source(source)
+    assert _fingerprint.of_source("def f():  \n    return 1\n") == _fingerprint.of_source(source)
+    assert _fingerprint.of_source("def f():\n    return 2\n") != _fingerprint.of_source(source)
+
+
+def test_rewritten_edits_the_installed_source_and_keeps_super(module):
+    verified = {_fingerprint.of_function(module.Kernel.describe): "made-up 1.0"}
+    new = _patching.rewritten(module.Kernel.describe, [('" (scalar)"', '" (vector)"')],
+                              verified, {})
+    assert new(module.Kernel(), 1) == "base 1 (vector)"
+    assert new.__qualname__ == "Kernel.describe" and new.__doc__ == "Say what x is."
+    assert new.__code__.co_filename == module.__file__
+    assert new.__code__.co_firstlineno == module.Kernel.describe.__code__.co_firstlineno
+
+
+def test_rewritten_keeps_defaults(module):
+    verified = {_fingerprint.of_function(module.helper): "made-up 1.0"}
+    new = _patching.rewritten(module.helper, [("a + b", "a * b")], verified, {})
+    assert new(5) == 10
+
+
+@pytest.mark.parametrize("edit", [("not in the source", "x"), ("text", "words")])
+def test_an_edit_must_match_exactly_once(module, edit):
+    verified = {_fingerprint.of_function(module.Kernel.describe): "made-up 1.0"}
+    with pytest.raises(_patching.Unrecognised, match="not once"):
+        _patching.rewritten(module.Kernel.describe, [edit], verified, {})
+
+
+def test_unknown_fingerprint_is_unrecognised(module):
+    before = vars(module.Kernel)["describe"]
+    with pytest.raises(_patching.Unrecognised, match="matches no verified release"):
+        _patching.replace_attribute(module.Kernel, "describe", lambda self, x: x,
+                                    {"0123456789abcdef": "made-up 1.0"}, {})
+    assert vars(module.Kernel)["describe"] is before
+
+
+def test_fixed_fingerprint_is_reported_as_carrying_the_fix(module):
+    fixed = {_fingerprint.of_function(module.Kernel.describe): "made-up 2.0"}
+    with pytest.raises(_patching.CarriesFix, match="made-up 2.0"):
+        _patching.replace_attribute(module.Kernel, "describe", None, {}, fixed)
+
+
+def test_missing_attribute_and_missing_source_are_unrecognised(module):
+    with pytest.raises(_patching.Unrecognised, match="does not exist"):
+        _patching.replace_attribute(module.Kernel, "nope", None, {}, {})
+    namespace = {}
+    exec("def no_file():\n    return 1\n", namespace)
+    owner = types.SimpleNamespace(no_file=namespace["no_file"])
+    with pytest.raises(_patching.Unrecognised, match="source cannot be read"):
+        _patching.replace_attribute(owner, "no_file", None, {"x": "y"}, {})
+
+
+def test_restore_point_undoes_sets_replacements_and_deletions(module):
+    shipped_module, shipped_class = dict(vars(module)), dict(vars(module.Kernel))
+    restore = _patching.snapshot(module)
+    module.Kernel.describe = lambda self, x: "patched"
+    module.Kernel.extra = 1
+    del module.Kernel.LIMIT
+    module.helper = None
+    module.new_global = 2
+    restore()
+    assert dict(vars(module)) == shipped_module
+    assert dict(vars(module.Kernel)) == shipped_class
+
+
+def half_way(module, release):
+    """A patch that raises after changing its target (a bug of ours)."""
+    module.Kernel.describe = lambda self, x: "half"
+    module.helper = None
+    raise RuntimeError("our patch broke halfway")
+
+
+@pytest.mark.parametrize("raises, state", [
+    (half_way, "failed"),
+    (lambda m, r: (setattr(m, "helper", None), _raise(_patching.Unrecognised("changed")))[0],
+     "unrecognised"),
+    (lambda m, r: (setattr(m, "helper", None), _raise(_patching.CarriesFix("has it")))[0],
+     "not needed"),
+])
+def test_a_patch_that_raises_leaves_the_target_as_shipped(module, monkeypatch, raises, state):
+    backport = Backport(name="made-up", summary="", upstream=(), first_affected=(2, 0, 0),
+                        first_fixed=(9, 0, 0), apply=raises, reproducer="pass", symptom="x")
+    monkeypatch.setattr(_registry, "BACKPORTS", _registry.BACKPORTS + (("made-up", module.__name__),))
+    monkeypatch.setattr(_registry, "load", lambda name: backport)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__="2.10.0"))
+    monkeypatch.delenv("TORCH_BACKPORTS_DISABLE", raising=False)
+    shipped_module, shipped_class = dict(vars(module)), dict(vars(module.Kernel))
+    hook = _activate._hook_for("made-up")
+    hook(module)  # as wrapt calls it: it must never raise
+    assert dict(vars(module)) == shipped_module
+    assert dict(vars(module.Kernel)) == shipped_class
+    assert _records.get("made-up")[0] == state
+
+
+def _raise(error):
+    raise error
