@@ -148,3 +148,13 @@ def test_a_patch_that_raises_leaves_the_target_as_shipped(module, monkeypatch, r
 
 def _raise(error):
     raise error
+
+
+def test_a_replacement_is_never_replaced_again(module):
+    verified = {_fingerprint.of_function(module.Kernel.describe): "made-up 1.0"}
+    new = _patching.rewritten(module.Kernel.describe, [('" (scalar)"', '" (vector)"')],
+                              verified, {})
+    _patching.replace_attribute(module.Kernel, "describe", new, verified, {})
+    with pytest.raises(RuntimeError, match="already patched"):
+        _patching.replace_attribute(module.Kernel, "describe", lambda self, x: x, verified, {})
+    assert vars(module.Kernel)["describe"] is new

@@ -14,8 +14,17 @@ class CarriesFix(Exception):
     """The code to replace already is the fixed version (a vendor cherry-pick)."""
 
 
+# Set on every replacement. A function made by rewritten() has the same
+# fingerprint as the original, since inspect reads its source from torch's
+# unchanged file, so the mark is what tells a second copy of
+# torch-backports that the code is ours already.
+_MARK = "_torch_backports_replacement"
+
+
 def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> None:
     """Raise unless `function`'s source is one of the `verified` fingerprints."""
+    if getattr(function, _MARK, False):
+        raise RuntimeError("%s is already patched by torch-backports" % where)
     try:
         found = _fingerprint.of_function(function)
     except (OSError, TypeError) as exc:
@@ -38,6 +47,7 @@ def replace_attribute(owner: Any, name: str, new: Any, verified: Fingerprints,
     except KeyError:
         raise Unrecognised("%s does not exist" % where) from None
     check(old, where, verified, fixed)
+    setattr(new, _MARK, True)
     setattr(owner, name, new)
 
     def revert() -> None:

@@ -16,6 +16,7 @@ from ._backport import Backport
 BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("fx-graph-cache-pickling", "torch._inductor.codecache"),
     ("cpp-vec-indirect-assert-mask", "torch._inductor.codegen.cpp"),
+    ("dynamo-nnmodule-wrap-values", "torch._dynamo.variables.nn_module"),
 )
 
 
