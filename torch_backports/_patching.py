@@ -19,11 +19,14 @@ class CarriesFix(Exception):
 # unchanged file, so the mark is what tells a second copy of
 # torch-backports that the code is ours already.
 _MARK = "_torch_backports_replacement"
+# The same for a wrapt wrapper, which keeps attributes named _self_* on
+# itself instead of passing them to the function it wraps.
+_WRAPPER_MARK = "_self_torch_backports_wrapper"
 
 
 def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> None:
     """Raise unless `function`'s source is one of the `verified` fingerprints."""
-    if getattr(function, _MARK, False):
+    if getattr(function, _MARK, False) or getattr(function, _WRAPPER_MARK, False):
         raise RuntimeError("%s is already patched by torch-backports" % where)
     try:
         found = _fingerprint.of_function(function)
@@ -48,6 +51,35 @@ def replace_attribute(owner: Any, name: str, new: Any, verified: Fingerprints,
         raise Unrecognised("%s does not exist" % where) from None
     check(old, where, verified, fixed)
     setattr(new, _MARK, True)
+    setattr(owner, name, new)
+
+    def revert() -> None:
+        if vars(owner).get(name) is new:
+            setattr(owner, name, old)
+
+    return revert
+
+
+def wrap_attribute(owner: Any, name: str, wrapper: Callable, verified: "Fingerprints | None",
+                   fixed: Fingerprints) -> Revert:
+    """Put a wrapt.FunctionWrapper calling `wrapper(wrapped, instance, args,
+    kwargs)` around `owner.name`; return the undo. The wrapped function is
+    checked against `verified` fingerprints, unless that is None because
+    the backport checks the shape it needs itself. The wrapper keeps the
+    function's name, docstring, signature and __wrapped__.
+    """
+    import wrapt
+
+    where = "%s.%s" % (getattr(owner, "__qualname__", getattr(owner, "__name__", owner)), name)
+    old = vars(owner).get(name)
+    if old is None:
+        raise Unrecognised("%s does not exist" % where)
+    if getattr(old, _WRAPPER_MARK, False):
+        raise RuntimeError("%s is already patched by torch-backports" % where)
+    if verified is not None:
+        check(old, where, verified, fixed)
+    new = wrapt.FunctionWrapper(old, wrapper)
+    setattr(new, _WRAPPER_MARK, True)
     setattr(owner, name, new)
 
     def revert() -> None:

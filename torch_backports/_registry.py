@@ -17,6 +17,7 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("fx-graph-cache-pickling", "torch._inductor.codecache"),
     ("cpp-vec-indirect-assert-mask", "torch._inductor.codegen.cpp"),
     ("dynamo-nnmodule-wrap-values", "torch._dynamo.variables.nn_module"),
+    ("aot-compile-builtins", "torch._dynamo.convert_frame"),
 )
 
 

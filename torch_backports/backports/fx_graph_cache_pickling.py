@@ -33,14 +33,10 @@ import pickle
 from types import ModuleType
 from typing import Callable, Tuple, Type
 
+from .. import _patching
 from .._backport import Backport, Release, Revert
 
 NAME = "fx-graph-cache-pickling"
-
-# Set on our wrapper, so that a second copy of torch-backports, or a second
-# trigger, sees that dumps is already patched. wrapt keeps attributes named
-# _self_* on the wrapper itself instead of passing them to the function.
-_MARK = "_self_torch_backports_" + NAME.replace("-", "_")
 
 _MESSAGE = "Failed to pickle cache key"
 
@@ -66,7 +62,7 @@ def _check_shape(pickler: type) -> Callable:
     dumps = pickler.__dict__.get("dumps")
     if dumps is None:
         raise AttributeError("FxGraphCachePickler defines no dumps of its own")
-    if getattr(dumps, _MARK, False):
+    if getattr(dumps, _patching._WRAPPER_MARK, False):
         raise RuntimeError("FxGraphCachePickler.dumps is already patched")
     if not inspect.isfunction(dumps):
         raise TypeError("FxGraphCachePickler.dumps is a %s, not a function" % type(dumps).__name__)
@@ -79,13 +75,11 @@ def _check_shape(pickler: type) -> Callable:
 
 def apply(codecache: ModuleType, release: Release) -> Revert:
     """Wrap codecache.FxGraphCachePickler.dumps for `release`; return the undo."""
-    import wrapt
-
     pickler = codecache.FxGraphCachePickler
     bypass = codecache.BypassFxGraphCache
     if not (isinstance(bypass, type) and issubclass(bypass, Exception)):
         raise TypeError("BypassFxGraphCache is not an exception class")
-    original = _check_shape(pickler)
+    _check_shape(pickler)
     escaping = escaping_types(release)
     # The same logger object torch's own `log = logging.getLogger(__name__)`
     # returns, so the warning looks and filters exactly like 2.11's.
@@ -102,15 +96,7 @@ def apply(codecache: ModuleType, release: Release) -> Revert:
             log.warning(_MESSAGE, exc_info=True)
             raise bypass(_MESSAGE) from error
 
-    wrapper = wrapt.FunctionWrapper(original, convert)
-    setattr(wrapper, _MARK, True)
-    pickler.dumps = wrapper
-
-    def revert() -> None:
-        if pickler.__dict__.get("dumps") is wrapper:
-            pickler.dumps = original
-
-    return revert
+    return _patching.wrap_attribute(pickler, "dumps", convert, None, {})
 
 
 # A compile whose cache key holds a cycle, as a DeviceMesh's does: inductor
