@@ -15,6 +15,7 @@ from ._backport import Backport
 # (name, target module), in the order hooks are registered.
 BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("fx-graph-cache-pickling", "torch._inductor.codecache"),
+    ("fake-tensor-parameter-subclass", "torch._subclasses.fake_tensor"),
     ("cpp-vec-indirect-assert-mask", "torch._inductor.codegen.cpp"),
     ("dynamo-nnmodule-wrap-values", "torch._dynamo.variables.nn_module"),
     ("aot-compile-builtins", "torch._dynamo.convert_frame"),
