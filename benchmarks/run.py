@@ -41,6 +41,7 @@ TARGETS = {
     "startup": ("interpreter start, `python -c pass`, no torch", "<= 1.03 (aim 1.01)"),
     "rss": ("peak RSS of that process, A - B", "<= +0.5 MiB"),
     "import_torch": ("`import torch`", "<= 1.01"),
+    "import_codecache": ("`import torch._inductor.codecache`", "<= 1.01"),
     "cold_compile": ("first torch.compile, cold inductor cache", "<= 1.01"),
     "warm_compile": ("same compile from a second process, cache hit", "<= 1.01"),
     "dumps": ("FxGraphCachePickler.dumps on a real cache key, patched vs original", "<= 1.02"),
@@ -339,6 +340,8 @@ def main() -> int:
     results["startup"], results["rss"] = bench_startup(plain_a, plain_b, n["startup"], 5)
     results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"],
                                             warm, count=True)
+    results["import_codecache"] = bench_command(
+        torch_a, torch_b, ["-c", "import torch._inductor.codecache"], n["torch"], warm, count=True)
     results["cold_compile"] = bench_command(
         torch_a, torch_b, [COMPILE], n["compile"], warm,
         env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")},
