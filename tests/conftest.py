@@ -58,6 +58,13 @@ def last_json(stdout: str):
     raise AssertionError("no JSON line in output:\n" + stdout)
 
 
+def fx_record(records):
+    """The fx-graph-cache-pickling record among `records` (status rows): the
+    one backport whose target the fake torch imitates."""
+    (record,) = [r for r in records if r["name"] == "fx-graph-cache-pickling"]
+    return record
+
+
 def pth_installed() -> bool:
     return (Path(SITE_PACKAGES) / "torch_backports.pth").is_file()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_TORCH, SITE_PACKAGES, last_json, run_python
+from conftest import FAKE_TORCH, SITE_PACKAGES, fx_record, last_json, run_python
 
 pytestmark = pytest.mark.usefixtures("installed")
 
@@ -67,7 +67,7 @@ def test_broken_dependencies(fault, tmp_path):
     env = {"FAKE_TORCH_VERSION": "2.10.0",
            "PYTHONPATH": shadow(tmp_path, package, body) + ":" + str(FAKE_TORCH)}
     assert host(env) == {"patched": False, "work": 45}
-    (row,) = status_json(env)["backports"]
+    row = fx_record(status_json(env)["backports"])
     assert row["state"] == "failed" and reason in row["reason"], row
 
 
@@ -83,7 +83,7 @@ def test_broken_dependencies(fault, tmp_path):
 def test_torch_api_drift_shows_in_status(fault, reason):
     env = {"FAKE_TORCH_VERSION": "2.10.0", "FAKE_TORCH_FAULT": fault}
     assert host(env) == {"patched": False, "work": 45}
-    (row,) = status_json(env)["backports"]
+    row = fx_record(status_json(env)["backports"])
     assert row["state"] == "failed" and reason in row["reason"], row
 
 
@@ -92,7 +92,7 @@ def test_codecache_missing():
     assert host(env) == {"patched": None, "work": 45}
     report = status_json(env)
     assert "No module named 'torch._inductor.codecache'" in report["new_process"]["import_error"]
-    assert report["backports"][0]["state"] == "pending"
+    assert fx_record(report["backports"])["state"] == "pending"
 
 
 def test_import_torch_raising():
@@ -123,3 +123,20 @@ def test_second_copy_on_sys_path(tmp_path):
     assert lines[0] == {"patched": True, "work": 45}
     assert lines[1]["once"] and lines[1]["state"] == "applied"
     assert lines[1]["from"].startswith(str(copy))
+
+
+def test_changed_target_function_is_unrecognised_and_untouched():
+    """The fake fake_tensor's check has a fingerprint no release has: the
+    backport refuses it, the host sees the function it shipped, and status
+    names the fingerprint."""
+    code = ("import json, torch, torch._subclasses.fake_tensor as ft\n"
+            "print(json.dumps({'shipped': ft._check_for_subclass_arg.__code__.co_filename"
+            " == ft.__file__ and not hasattr(ft._check_for_subclass_arg,"
+            " '_torch_backports_replacement')}))\n")
+    done = run_python(code, env={"FAKE_TORCH_VERSION": "2.10.0"}, fake_torch=True)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert last_json(done.stdout) == {"shipped": True}
+    rows = {r["name"]: r for r in status_json({"FAKE_TORCH_VERSION": "2.10.0"})["backports"]}
+    row = rows["fake-tensor-parameter-subclass"]
+    assert row["state"] == "unrecognised", row
+    assert "matches no verified release" in row["reason"] and "untouched" in row["reason"]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import FAKE_TORCH, SITE_PACKAGES, last_json, run_python
+from conftest import FAKE_TORCH, SITE_PACKAGES, fx_record, last_json, run_python
 
 pytestmark = pytest.mark.usefixtures("installed")
 
@@ -35,7 +35,7 @@ def report(env=None, code=REPORT, flags=()):
 
 
 def state_of(result):
-    (record,) = result["records"]
+    record = fx_record(result["records"])
     return record["state"], record["reason"]
 
 
