@@ -40,24 +40,34 @@ def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerp
                            % (where, found, ", ".join(sorted(set(verified.values())))))
 
 
+def _current(owner: Any, name: str) -> "tuple[Any, str]":
+    """The value of `name` in `owner`'s own __dict__ (a class's or a
+    module's, never inherited), and its name for messages."""
+    where = "%s.%s" % (getattr(owner, "__qualname__", getattr(owner, "__name__", owner)), name)
+    try:
+        return vars(owner)[name], where
+    except KeyError:
+        raise Unrecognised("%s does not exist" % where) from None
+
+
+def _install(owner: Any, name: str, old: Any, new: Any) -> Revert:
+    setattr(owner, name, new)
+
+    def revert() -> None:
+        if vars(owner).get(name) is new:  # nobody has replaced ours since
+            setattr(owner, name, old)
+
+    return revert
+
+
 def replace_attribute(owner: Any, name: str, new: Any, verified: Fingerprints,
                       fixed: Fingerprints) -> Revert:
     """Set `owner.name` to `new` if the current value (found in the owner's own
     __dict__, a class's or a module's) is verified code; return the undo."""
-    where = "%s.%s" % (getattr(owner, "__qualname__", getattr(owner, "__name__", owner)), name)
-    try:
-        old = vars(owner)[name]
-    except KeyError:
-        raise Unrecognised("%s does not exist" % where) from None
+    old, where = _current(owner, name)
     check(old, where, verified, fixed)
     setattr(new, _MARK, True)
-    setattr(owner, name, new)
-
-    def revert() -> None:
-        if vars(owner).get(name) is new:
-            setattr(owner, name, old)
-
-    return revert
+    return _install(owner, name, old, new)
 
 
 def wrap_attribute(owner: Any, name: str, wrapper: Callable, verified: "Fingerprints | None",
@@ -70,23 +80,14 @@ def wrap_attribute(owner: Any, name: str, wrapper: Callable, verified: "Fingerpr
     """
     import wrapt
 
-    where = "%s.%s" % (getattr(owner, "__qualname__", getattr(owner, "__name__", owner)), name)
-    old = vars(owner).get(name)
-    if old is None:
-        raise Unrecognised("%s does not exist" % where)
+    old, where = _current(owner, name)
     if getattr(old, _WRAPPER_MARK, False):
         raise RuntimeError("%s is already patched by torch-backports" % where)
     if verified is not None:
         check(old, where, verified, fixed)
     new = wrapt.FunctionWrapper(old, wrapper)
     setattr(new, _WRAPPER_MARK, True)
-    setattr(owner, name, new)
-
-    def revert() -> None:
-        if vars(owner).get(name) is new:
-            setattr(owner, name, old)
-
-    return revert
+    return _install(owner, name, old, new)
 
 
 def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fingerprints,
