@@ -25,7 +25,7 @@ BLOCK = 50
 pickler_class = codecache.FxGraphCachePickler
 current = pickler_class.__dict__["dumps"]
 if not hasattr(current, "__wrapped__"):
-    fx.apply(codecache, (2, 10))
+    fx.apply(codecache, (2, 10, 0))
     current = pickler_class.__dict__["dumps"]
 original = current.__wrapped__
 captured = []

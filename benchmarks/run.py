@@ -35,6 +35,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 COMPILE = Path(__file__).with_name("compile_small.py")
 DUMPS = Path(__file__).with_name("dumps_bench.py")
+FAKE_CHECK = Path(__file__).with_name("fake_check_bench.py")
 
 # (name, what, target text)
 TARGETS = {
@@ -45,6 +46,8 @@ TARGETS = {
     "cold_compile": ("first torch.compile, cold inductor cache", "<= 1.01"),
     "warm_compile": ("same compile from a second process, cache hit", "<= 1.01"),
     "dumps": ("FxGraphCachePickler.dumps on a real cache key, patched vs original", "<= 1.02"),
+    "fake_check": ("torch.mm under FakeTensorMode, backport's _check_for_subclass_arg vs "
+                   "torch's", "nothing measurable"),
 }
 
 
@@ -286,10 +289,11 @@ def bench_warm(py_a, py_b, runs, warmup, workdir, count=False) -> dict:
     return result
 
 
-def bench_dumps(py_a, runs, workdir) -> dict:
-    cache = str(workdir / "dumps-cache")
+def bench_in_process(py_a, script: Path, runs, workdir) -> dict:
+    """Run one of the in-process A/B scripts in env A; its JSON summary."""
+    cache = str(workdir / (script.stem + "-cache"))
     shutil.rmtree(cache, ignore_errors=True)
-    done = sh(py_a, DUMPS, str(runs), env=clean_env({"TORCHINDUCTOR_CACHE_DIR": cache}))
+    done = sh(py_a, script, str(runs), env=clean_env({"TORCHINDUCTOR_CACHE_DIR": cache}))
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -301,7 +305,7 @@ def fmt_row(key: str, result: dict) -> str:
             result["diff_mib"], result["pair_diff_min"], result["pair_diff_max"],
             result["median_a"], result["median_b"])
     else:
-        unit, scale = ("us", 1e6) if key == "dumps" else ("ms", 1e3)
+        unit, scale = ("us", 1e6) if key in ("dumps", "fake_check") else ("ms", 1e3)
         interval = result["ci95"]
         figure = "%.4f (95%% CI %s; pairs %.3f .. %.3f; A %.1f %s, B %.1f %s)" % (
             result["ratio"], "%.3f .. %.3f" % tuple(interval) if interval else "needs 6 pairs",
@@ -348,7 +352,8 @@ def main() -> int:
         count=not quick)
     results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], warm, workdir,
                                          count=not quick)
-    results["dumps"] = bench_dumps(torch_a, n["dumps"], workdir)
+    results["dumps"] = bench_in_process(torch_a, DUMPS, n["dumps"], workdir)
+    results["fake_check"] = bench_in_process(torch_a, FAKE_CHECK, n["dumps"], workdir)
 
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": quick,
             "torch": args.torch, "python": platform.python_version(),
