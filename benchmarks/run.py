@@ -345,7 +345,8 @@ def main() -> int:
     results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"],
                                             warm, count=True)
     results["import_codecache"] = bench_command(
-        torch_a, torch_b, ["-c", "import torch._inductor.codecache"], n["torch"], warm, count=True)
+        torch_a, torch_b, ["-c", "import torch._inductor.codecache"], n["torch"], warm,
+        count=not quick)
     results["cold_compile"] = bench_command(
         torch_a, torch_b, [COMPILE], n["compile"], warm,
         env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")},
