@@ -36,18 +36,25 @@ def main(versions):
         try:
             sh(sys.executable, "-m", "venv", venv, check=True)
             python = venv / "bin" / "python"
-            install = sh(python, "-m", "pip", "install", "-q", "torch==" + version, wheel, "pytest")
+            install = sh(python, "-m", "pip", "install", "-q", "torch==" + version, wheel, "pytest",
+                         "pytest-xdist")
             if install.returncode:
                 results[version] = {"ok": False, "summary": "install failed: "
                                     + install.stderr.strip().splitlines()[-1]}
                 continue
             env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_BACKPORTS_")}
             env["TORCH_BACKPORTS_REAL_TORCH"] = version
-            tests = sh(python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            cells = work / ("cells-" + version)
+            cells.mkdir()
+            env["TORCH_BACKPORTS_RESULTS_DIR"] = str(cells)
+            tests = sh(python, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
                        ROOT / "tests" / "integration", env=env, cwd=ROOT)
             lines = tests.stdout.strip().splitlines()
             results[version] = {"ok": tests.returncode == 0, "summary": lines[-1] if lines else "",
-                                "failures": [l for l in lines if l.startswith("FAILED")]}
+                                "failures": [l for l in lines if l.startswith("FAILED")],
+                                # backport -> what its reproducer printed, stock and fixed
+                                "reproducers": {p.stem: json.loads(p.read_text())
+                                                for p in sorted(cells.glob("*.json"))}}
         finally:
             shutil.rmtree(venv, ignore_errors=True)
             results.setdefault(version, {"ok": False, "summary": "interrupted"})

@@ -7,6 +7,10 @@ torch-backports installed, which leaves that torch as shipped. These are the
 programs `torch-backports verify` runs; none imports torch_backports.
 """
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from test_real_torch import EXPECTED, needs_torch, pytestmark  # noqa: F401
@@ -17,9 +21,20 @@ from torch_backports._versions import release_of
 
 def reproduce(name, stock):
     run = _verify.run_reproducer(_registry.load(name), stock=stock)
+    record(name, "stock" if stock else "with_torch_backports", run.describe())
     if run.outcome == _verify.SKIPPED:
         pytest.skip("%s's reproducer needs %s" % (name, run.detail))
     return run
+
+
+def record(name, which, outcome):
+    """Keep what a run printed for tests/matrix.py, which sets the folder."""
+    folder = os.environ.get("TORCH_BACKPORTS_RESULTS_DIR")
+    if folder:
+        path = Path(folder) / (name + ".json")
+        cell = json.loads(path.read_text()) if path.exists() else {}
+        cell[which] = outcome
+        path.write_text(json.dumps(cell))
 
 
 @pytest.mark.parametrize("name", _registry.names())
@@ -28,6 +43,7 @@ def test_reproducer(name):
     backport = _registry.load(name)
     release = release_of(EXPECTED)
     if release < backport.first_affected:
+        record(name, "state", "not covered")
         pytest.skip("torch %s predates %s (%s)" % (EXPECTED, name, backport.affects()))
     if backport.needed_by(release):
         stock = reproduce(name, stock=True)
