@@ -34,6 +34,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILE = Path(__file__).with_name("compile_small.py")
+COMPILE_PATCHED = Path(__file__).with_name("compile_patched.py")
 DUMPS = Path(__file__).with_name("dumps_bench.py")
 FAKE_CHECK = Path(__file__).with_name("fake_check_bench.py")
 
@@ -45,6 +46,8 @@ TARGETS = {
     "import_codecache": ("`import torch._inductor.codecache`", "<= 1.01"),
     "cold_compile": ("first torch.compile, cold inductor cache", "<= 1.01"),
     "warm_compile": ("same compile from a second process, cache hit", "<= 1.01"),
+    "patched_compile": ("compiles through every patched function (compile_patched.py), "
+                        "cold cache", "<= 1.01"),
     "dumps": ("FxGraphCachePickler.dumps on a real cache key, patched vs original", "<= 1.02"),
     "fake_check": ("torch.mm under FakeTensorMode, backport's _check_for_subclass_arg vs "
                    "torch's", "nothing measurable"),
@@ -350,6 +353,10 @@ def main() -> int:
     results["cold_compile"] = bench_command(
         torch_a, torch_b, [COMPILE], n["compile"], warm,
         env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-cold-")},
+        count=not quick)
+    results["patched_compile"] = bench_command(
+        torch_a, torch_b, [COMPILE_PATCHED], n["compile"], warm,
+        env_for=lambda: {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="tb-patched-")},
         count=not quick)
     results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], warm, workdir,
                                          count=not quick)
