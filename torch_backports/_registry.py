@@ -19,6 +19,7 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("cpp-vec-indirect-assert-mask", "torch._inductor.codegen.cpp"),
     ("dynamo-nnmodule-wrap-values", "torch._dynamo.variables.nn_module"),
     ("aot-compile-builtins", "torch._dynamo.convert_frame"),
+    ("opaque-constrain-fx-strides", "torch._inductor.lowering"),
 )
 
 
