@@ -20,6 +20,10 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("dynamo-nnmodule-wrap-values", "torch._dynamo.variables.nn_module"),
     ("aot-compile-builtins", "torch._dynamo.convert_frame"),
     ("opaque-constrain-fx-strides", "torch._inductor.lowering"),
+    ("dtensor-alias-strategy", "torch.distributed.tensor._ops._tensor_ops"),
+    ("standalone-compile-atomic-save", "torch._inductor.standalone_compile"),
+    ("einops-allow-in-graph", "torch._dynamo.decorators"),
+    ("auto-functionalized-cacheable", "torch._higher_order_ops.auto_functionalize"),
 )
 
 

@@ -52,9 +52,10 @@ class Verdict(NamedTuple):
 
 
 def exception_line(stderr: str) -> str:
-    """The exception line of the last traceback in `stderr`, e.g.
-    'torch._dynamo.exc.BackendCompilerFailed: ...', shortened to its type."""
-    lines = stderr.splitlines()
+    """The type of the exception of the last traceback in `stderr`, e.g.
+    'BackendCompilerFailed'; else the last line of output."""
+    # torch.distributed prefixes each line a rank prints with "[rankN]: ".
+    lines = [re.sub(r"^\[rank\d+\]: ", "", line) for line in stderr.splitlines()]
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     for line in lines[starts[-1] + 1:] if starts else []:
         if line and not line[0].isspace():

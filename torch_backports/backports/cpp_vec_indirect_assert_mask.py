@@ -23,6 +23,12 @@ scalar to all lanes; this patch makes the same one-word edit.
   2.12.0 - 2.13.0 45d3124e4b753f5e (fixed)      present
   2.15.0         ad9d3b21248dcafb (fixed)       present (asserts became raise AssertionError)
 
+Claimed for 2.10.0 - 2.11.x only: the method is the same from 2.6.0, but
+the reproducer (the Qwen3-VL pattern, also at vLLM's (64, 20) / (3, 7)
+shapes) compiles without the scalar mask on 2.9.1, where inductor's
+vectoriser decides differently, so the bug is proven only from 2.10.0 (where
+it was reported) and the backport claims no release it cannot show failing.
+
 2.15's method differs from 2.12's only in turning its three `assert`s into
 `raise AssertionError`; the fix is the same. The C++ side needs nothing new:
 every release's torch/include/ATen/cpu/vec/vec_mask.h (2.6.0 - 2.15.0) has
@@ -96,7 +102,7 @@ BACKPORT = Backport(
         "https://github.com/pytorch/pytorch/issues/178136",
         "https://github.com/vllm-project/vllm/issues/40972",
     ),
-    first_affected=(2, 6, 0),
+    first_affected=(2, 10, 0),
     first_fixed=(2, 12, 0),
     apply=apply,
     reproducer=REPRODUCER,
