@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Callable, Dict, Optional
 
 from . import _CONTAINED, _config, _patching, _records, _registry, _versions
-from ._backport import Revert, format_release
+from ._backport import Backport, Release, Revert, format_release
 
 logger = logging.getLogger("torch_backports")
 
@@ -84,12 +84,9 @@ def apply(name: str, module: ModuleType) -> str:
         except ImportError as exc:
             return _fail(name, "packaging could not be imported (%s)" % exc, version)
         backport = _registry.load(name)
-        if release < backport.first_affected:
-            return _set(name, _records.NOT_COVERED, "torch %s predates the affected releases (%s)"
-                        % (format_release(release), backport.affects()), version)
-        if not backport.needed_by(release):
-            return _set(name, _records.NOT_NEEDED, "torch %s ships the fix (since %s)"
-                        % (format_release(release), format_release(backport.first_fixed)), version)
+        gated = _gate(name, backport, release, version)
+        if gated is not None:
+            return gated
         restore = _patching.snapshot(module)
         try:
             _reverts[name] = backport.apply(module, release)
@@ -104,6 +101,34 @@ def apply(name: str, module: ModuleType) -> str:
             raise
         return _set(name, _records.APPLIED, "patched for torch %s" % format_release(release),
                     version)
+
+
+def _gate(name: str, backport: Backport, release: Release, version: Optional[str]) -> Optional[str]:
+    """Record and return the state of a release outside the affected range;
+    None for a release the backport must patch."""
+    if release < backport.first_affected:
+        return _set(name, _records.NOT_COVERED, "torch %s predates the affected releases (%s)"
+                    % (format_release(release), backport.affects()), version)
+    if not backport.needed_by(release):
+        return _set(name, _records.NOT_NEEDED, "torch %s ships the fix (since %s)"
+                    % (format_release(release), format_release(backport.first_fixed)), version)
+    return None
+
+
+def settle(name: str) -> str:
+    """For `status`: judge a backport whose target was never imported by
+    the release alone, so that a target this torch does not have (a module
+    newer than the release) reads "not covered", not "pending"."""
+    with _lock:
+        state = _records.get(name)[0]
+        version = running_torch_version()
+        if state != _records.PENDING or version is None:
+            return state
+        try:
+            release = _versions.release_of(version)
+        except (_versions.UnknownRelease, ImportError):
+            return state
+        return _gate(name, _registry.load(name), release, version) or state
 
 
 def revert(name: str) -> bool:

@@ -28,6 +28,8 @@ for target in sys.argv[1:]:
         errors.append("%s: %s: %s" % (target, type(exc).__name__, exc))
 error = "; ".join(errors) or None
 import torch_backports, torch_backports._activate as a, torch_backports._records as r
+for name in torch_backports._registry.names():
+    a.settle(name)
 print(MARKER + json.dumps({
     "import_error": error,
     "torch_version": a.running_torch_version(),
