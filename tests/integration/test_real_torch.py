@@ -94,8 +94,9 @@ def test_every_kind_bypasses_the_cache(kind, tmp_path):
     assert result["outcome"] == "compiled" and result["correct"], result
     assert result["counters"].get("fxgraph_cache_bypass", 0) >= 1
     if release() <= (2, 10) and kind in escaping():
-        # 2.11's wording, which the backport logs; 2.13 words it differently.
-        assert "Failed to pickle cache key" in stderr
+        # As the newest release: a warning for a pickling error or a cycle,
+        # a silent bypass for a pybind11 object it has no stable key for.
+        assert ("Failed to pickle cache key" in stderr) is (kind != "pybind11"), stderr[-3000:]
 
 
 def test_picklable_graphs_still_hit_the_cache_from_a_second_process(tmp_path):

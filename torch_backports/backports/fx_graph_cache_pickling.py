@@ -18,13 +18,29 @@ lets escape are:
   2.10          caught                escapes                        escapes
   2.11+         caught                caught                         caught
 
-TypeError and AttributeError are caught by every release. 2.11 logs
-"Failed to pickle cache key" with exc_info on codecache's logger and raises
-BypassFxGraphCache("Failed to pickle cache key") from the error; this patch
-does the same on 2.6 - 2.10, for exactly the errors each one lets escape.
-2.5 and older have a classmethod dumps and are not covered. The wrapper goes
-around the whole of the shipped dumps, whose `finally` resets the stream.
-AOTAutogradCachePickler inherits dumps, so it is covered too.
+TypeError and AttributeError are caught by every release. The newest
+release (2.15, as 2.13) logs "Failed to pickle cache key" with exc_info on
+codecache's logger and raises BypassFxGraphCache("Failed to pickle cache
+key") from the error, for a PicklingError or a ValueError. A pybind11 object
+never gets that far there: FxGraphCachePickler.reducer_override (2.13,
+pytorch#178853) gives a pybind11 enum a key of its type and value, and
+bypasses the cache for any other pybind11 object *silently*, with
+BypassFxGraphCache("Cannot produce stable cache key for unpicklable type
+..."). This patch does what 2.15 does on 2.6 - 2.10, for exactly the errors
+each release lets escape: a warning and a bypass for PicklingError and
+ValueError, a silent bypass for the pybind11 RuntimeError. It does not give
+pybind11 enums a key of their own (they bypass the cache, where 2.15 caches
+them): that needs 2.15's reducer_override, which is not backported.
+
+Only FxGraphCachePickler's own keys are converted. AOTAutogradCachePickler
+(torch._functorch) inherits dumps, but on 2.6 - 2.10 its caller,
+AOTAutogradCache's lookup, already turns every exception into a cache
+bypass, silently (an INFO line from 2.9): nothing crashes there, so this
+patch leaves it exactly as stock and adds no warning (torch-backports issue
+12: a DTensor input's DeviceMesh, whose cycles fast-mode pickling refuses,
+made every compile print one). 2.5 and older have a classmethod dumps and
+are not covered. The wrapper goes around the whole of the shipped dumps,
+whose `finally` resets the stream.
 """
 
 import inspect
@@ -47,6 +63,15 @@ def _is_pybind11_refusal(error: BaseException) -> bool:
     them from other RuntimeErrors by these two phrases, and so do we."""
     text = str(error)
     return isinstance(error, RuntimeError) and "pybind11" in text and "is not pickleable" in text
+
+
+def _refused_type(error: BaseException) -> str:
+    """The pybind11 type named in the refusal, '<pybind11_builtins.X object
+    at 0x...> is not pickleable.', as 2.15's bypass message names it."""
+    text = str(error)
+    if text.startswith("<") and " object at " in text:
+        return text[1:text.index(" object at ")].rsplit(".", 1)[-1]
+    return "pybind11 object"
 
 
 def escaping_types(release: Release) -> Tuple[Type[Exception], ...]:
@@ -86,12 +111,17 @@ def apply(codecache: ModuleType, release: Release) -> Revert:
     log = logging.getLogger(codecache.__name__)
 
     def convert(wrapped, instance, args, kwargs):
+        if type(instance).__module__ != codecache.__name__:
+            return wrapped(*args, **kwargs)  # AOTAutogradCachePickler: its caller copes
         try:
             return wrapped(*args, **kwargs)
         except bypass:
             raise
         except Exception as error:
-            if not (isinstance(error, escaping) or _is_pybind11_refusal(error)):
+            if _is_pybind11_refusal(error):
+                raise bypass("Cannot produce stable cache key for unpicklable type %s"
+                             % _refused_type(error)) from error
+            if not isinstance(error, escaping):
                 raise
             log.warning(_MESSAGE, exc_info=True)
             raise bypass(_MESSAGE) from error
