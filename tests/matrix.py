@@ -37,7 +37,7 @@ def main(versions):
             sh(sys.executable, "-m", "venv", venv, check=True)
             python = venv / "bin" / "python"
             install = sh(python, "-m", "pip", "install", "-q", "torch==" + version, wheel, "pytest",
-                         "pytest-xdist")
+                         "pytest-xdist", "einops==0.8.2")
             if install.returncode:
                 results[version] = {"ok": False, "summary": "install failed: "
                                     + install.stderr.strip().splitlines()[-1]}
