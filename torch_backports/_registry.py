@@ -24,6 +24,7 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("standalone-compile-atomic-save", "torch._inductor.standalone_compile"),
     ("einops-allow-in-graph", "torch._dynamo.decorators"),
     ("auto-functionalized-cacheable", "torch._higher_order_ops.auto_functionalize"),
+    ("aot-autograd-cache-dtensor-key", "torch._functorch._aot_autograd.autograd_cache"),
 )
 
 

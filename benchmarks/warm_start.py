@@ -1,0 +1,73 @@
+"""Warm start with and without one backport: a second process compiling the
+same program from a shared inductor cache.
+
+usage: python benchmarks/warm_start.py PYTHON PROGRAM BACKPORT [PAIRS] [-- LAUNCHER...]
+
+PYTHON is an interpreter of an environment where torch-backports is
+installed. B runs PROGRAM with TORCH_BACKPORTS_DISABLE=BACKPORT (stock
+torch), A without; each has its own cache directory, filled by one cold
+run first. Then PAIRS warm runs of A and B alternate. PROGRAM prints its
+cache counters as its last JSON line. Prints a JSON summary: the median of
+the per-pair A/B ratios of wall and CPU time (run.summarize) and each
+side's counters from its last warm run. A LAUNCHER (e.g. `-m
+torch.distributed.run --standalone --nproc_per_node=1`) goes between
+PYTHON and PROGRAM.
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+from run import summarize  # benchmarks/ is this script's directory, so it is on sys.path
+
+
+def one(python, launcher, program, cache, disable):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_BACKPORTS_")}
+    env["TORCHINDUCTOR_CACHE_DIR"] = cache
+    if disable:
+        env["TORCH_BACKPORTS_DISABLE"] = disable
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([python, *launcher, program], env=env, capture_output=True,
+                          text=True, timeout=1800)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit("%s failed:\n%s" % (program, done.stderr[-3000:]))
+    counters = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    warnings = done.stderr.count("Failed to pickle cache key")
+    return wall, cpu, counters[-1], warnings
+
+
+def main(argv):
+    launcher = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    python, program, backport = argv[:3]
+    pairs = int(argv[3]) if len(argv) > 3 else 5
+    caches = {side: tempfile.mkdtemp(prefix="tb-warm-%s-" % side) for side in "AB"}
+    disable = {"A": None, "B": backport}
+    cold = {side: one(python, launcher, program, caches[side], disable[side]) for side in "AB"}
+    walls, cpus, last = {"A": [], "B": []}, {"A": [], "B": []}, {}
+    for i in range(pairs):
+        for side in ("AB" if i % 2 == 0 else "BA"):
+            wall, cpu, counters, warnings = one(python, launcher, program, caches[side],
+                                                disable[side])
+            walls[side].append(wall)
+            cpus[side].append(cpu)
+            last[side] = {"counters": counters, "warnings": warnings}
+    print(json.dumps({
+        "wall": summarize(walls["A"], walls["B"]),
+        "cpu": summarize(cpus["A"], cpus["B"]),
+        "cold": {side: {"wall": cold[side][0], "counters": cold[side][2],
+                        "warnings": cold[side][3]} for side in "AB"},
+        "warm": last,
+    }))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
