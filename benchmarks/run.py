@@ -82,9 +82,9 @@ def make_pair(workdir: Path, name: str, requirements: List[str], wheel: Path) ->
     if not (base / ".complete").exists():
         shutil.rmtree(base, ignore_errors=True)
         sh(sys.executable, "-m", "venv", base)
-        # wrapt and packaging are torch-backports' dependencies; giving them
-        # to B too keeps A - B down to torch-backports itself.
-        sh(base / "bin" / "python", "-m", "pip", "install", "-q", "wrapt", "packaging",
+        # wrapt is torch-backports' one dependency; giving it to B too
+        # keeps A - B down to torch-backports itself.
+        sh(base / "bin" / "python", "-m", "pip", "install", "-q", "wrapt",
            *requirements, env=clean_env())
         (base / ".complete").write_text("")
     with_ = workdir / (name + "-with")

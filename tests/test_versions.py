@@ -23,10 +23,42 @@ def test_patch_releases_differ(version, release):
     assert release_of(version) == release
 
 
-@pytest.mark.parametrize("version", ["", "garbage", "2", "two.ten", None, 2.10, b"2.10.0"])
+@pytest.mark.parametrize("version", [
+    "", "garbage", "2", "two.ten", None, 2.10, b"2.10.0", "2.10.0+", "2.10.0++x",
+    "2.10.0+cu128 extra", "2.10.0.0rc1rc2",
+])
 def test_unreadable_versions_are_refused(version):
     with pytest.raises(UnknownRelease):
         release_of(version)
+
+
+# Every spelling a torch build prints, and near misses: release_of must read
+# each as packaging.version reads it, which _versions replaced on the
+# import-torch path for its cost. packaging comes with pytest.
+SPELLINGS = [
+    "2.10.0", "2.10", "2.10.0.1", "2.10.0+cu128", "2.10.0+cpu", "2.10.0+rocm6.4",
+    "2.10.0a0+git449b176", "2.10.0a0+git449b176.nv25.10", "2.10.0.dev20260101",
+    "2.10.0.dev20260101+cpu", "2.10.0rc1", "2.10.0-rc1", "2.10.0RC1", "2.10.0.post1",
+    "2.10.0a", "2.10.0.post", "v2.10.0", " 2.10.0 ", "2.10.0+ab.cd-ef_1", "2.10.0+",
+    "2.10.0++x", "2.10.0+cu128 extra", "2", "garbage", "two.ten", "", "2.10.0.0rc1rc2",
+    "2.7.1", "2.9.1a0+gitabc", "12.3.4b2.post3.dev4+local.7",
+]
+
+
+@pytest.mark.parametrize("version", SPELLINGS)
+def test_release_of_reads_versions_as_packaging_does(version):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        parsed = Version(version)
+        expected = (parsed.release + (0,))[:3] if len(parsed.release) >= 2 else None
+    except InvalidVersion:
+        expected = None
+    try:
+        got = release_of(version)
+    except UnknownRelease:
+        got = None
+    assert got == expected
 
 
 @pytest.mark.parametrize("version, needed", [

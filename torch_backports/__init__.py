@@ -12,7 +12,7 @@ target module, and each patch is made when its target is imported.
 # that never touch torch: pip, test runners, one-line scripts. It therefore
 # imports nothing at module level, and install() imports only sys and
 # _thread, which the interpreter has loaded before site runs. wrapt,
-# packaging, logging and our other modules cost 50-70 ms together
+# logging and our other modules cost 50-70 ms together
 # (measured against 8.5 ms for `python -c pass`), so they are imported
 # only when torch starts to import, which itself costs ~1.5 s.
 # Everything else lives in other modules, because each line here is paid
@@ -41,7 +41,7 @@ _lock = None
 _watcher = None  # this module, once install() has put it on sys.meta_path
 
 # What we catch from our own code and from modules imported on our behalf
-# (wrapt, packaging): SystemExit too, since a broken or shadowed module can
+# (wrapt): SystemExit too, since a broken or shadowed module can
 # raise it on import, and it must not end the host's import of torch. A
 # KeyboardInterrupt is the user's, so it propagates.
 _CONTAINED = (Exception, SystemExit)

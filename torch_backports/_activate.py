@@ -1,7 +1,7 @@
 """Arming wrapt's post-import hooks and applying the backports.
 
 Imported when torch starts to import (or by a late install()), never at
-interpreter start, so it may import wrapt, packaging and logging. Every
+interpreter start, so it may import wrapt and logging. Every
 function that torch's import can reach catches what _CONTAINED names:
 whatever goes wrong, the backport is recorded with the reason and torch is
 left as shipped.
@@ -81,8 +81,6 @@ def apply(name: str, module: ModuleType) -> str:
             release = _versions.release_of(getattr(sys.modules.get("torch"), "__version__", None))
         except _versions.UnknownRelease as exc:
             return _fail(name, str(exc), version)
-        except ImportError as exc:
-            return _fail(name, "packaging could not be imported (%s)" % exc, version)
         backport = _registry.load(name)
         gated = _gate(name, backport, release, version)
         if gated is not None:
@@ -126,7 +124,7 @@ def settle(name: str) -> str:
             return state
         try:
             release = _versions.release_of(version)
-        except (_versions.UnknownRelease, ImportError):
+        except _versions.UnknownRelease:
             return state
         return _gate(name, _registry.load(name), release, version) or state
 

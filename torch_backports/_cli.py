@@ -62,7 +62,7 @@ def problems(report: dict) -> List[str]:
         return []
     try:
         release = _versions.release_of(report["torch"])
-    except (_versions.UnknownRelease, ImportError) as exc:
+    except _versions.UnknownRelease as exc:
         return ["cannot judge torch %r: %s" % (report["torch"], exc)]
     found = []
     new = report["new_process"] or {}

@@ -116,7 +116,7 @@ def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
         return [known[n.lower().replace("_", "-")] for n in names]
     try:
         release = _versions.release_of(torch_version)
-    except (_versions.UnknownRelease, ImportError):
+    except _versions.UnknownRelease:
         return list(_registry.names())
     return [n for n in _registry.names() if _registry.load(n).needed_by(release)]
 
