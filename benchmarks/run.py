@@ -37,6 +37,8 @@ COMPILE = Path(__file__).with_name("compile_small.py")
 COMPILE_PATCHED = Path(__file__).with_name("compile_patched.py")
 DUMPS = Path(__file__).with_name("dumps_bench.py")
 FAKE_CHECK = Path(__file__).with_name("fake_check_bench.py")
+DTENSOR_MODEL = Path(__file__).with_name("dtensor_model.py")
+TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1")
 
 # (name, what, target text)
 TARGETS = {
@@ -51,6 +53,9 @@ TARGETS = {
     "dumps": ("FxGraphCachePickler.dumps on a real cache key, patched vs original", "<= 1.02"),
     "fake_check": ("torch.mm under FakeTensorMode, backport's _check_for_subclass_arg vs "
                    "torch's", "nothing measurable"),
+    "warm_dtensor": ("warm start of a DTensor model on a flattened mesh (dtensor_model.py, "
+                     "torchrun, 1 rank), aot-autograd-cache-dtensor-key on vs off",
+                     "a cache hit where stock bypasses; never slower"),
 }
 
 
@@ -300,6 +305,25 @@ def bench_in_process(py_a, script: Path, runs, workdir) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def bench_warm_dtensor(py_a, pairs) -> dict:
+    """warm_start.compare() of the DTensor model in env A, the backport on
+    against off (TORCH_BACKPORTS_DISABLE names it), under torchrun."""
+    import warm_start  # imports this module for summarize(); loaded late to keep that one-way
+
+    return warm_start.compare(str(py_a), str(DTENSOR_MODEL), "aot-autograd-cache-dtensor-key",
+                              pairs, TORCHRUN)
+
+
+def counters_text(result: dict) -> str:
+    """'; warm A: aot_hit 1, ...' from a warm_start.compare() result."""
+    parts = []
+    for side in "AB":
+        warm = result["warm"][side]
+        counts = ", ".join("%s %d" % (k, v) for k, v in warm["counters"].items() if v)
+        parts.append("warm %s: %s, %d warnings" % (side, counts or "no counter", warm["warnings"]))
+    return "; " + "; ".join(parts)
+
+
 def fmt_row(key: str, result: dict) -> str:
     what, target = TARGETS[key]
     cpu = instr = "-"
@@ -314,6 +338,8 @@ def fmt_row(key: str, result: dict) -> str:
             result["ratio"], "%.3f .. %.3f" % tuple(interval) if interval else "needs 6 pairs",
             result["pair_ratio_min"], result["pair_ratio_max"],
             result["median_a"] * scale, unit, result["median_b"] * scale, unit)
+        if "warm" in result:
+            figure += counters_text(result)
         if "cpu" in result:
             cpu = "%.4f" % result["cpu"]["ratio"]
         if "instructions" in result:
@@ -362,6 +388,7 @@ def main() -> int:
                                          count=not quick)
     results["dumps"] = bench_in_process(torch_a, DUMPS, n["dumps"], workdir)
     results["fake_check"] = bench_in_process(torch_a, FAKE_CHECK, n["dumps"], workdir)
+    results["warm_dtensor"] = bench_warm_dtensor(torch_a, n["compile"])
 
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": quick,
             "torch": args.torch, "python": platform.python_version(),

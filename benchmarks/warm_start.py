@@ -9,7 +9,8 @@ torch), A without; each has its own cache directory, filled by one cold
 run first. Then PAIRS warm runs of A and B alternate. PROGRAM prints its
 cache counters as its last JSON line. Prints a JSON summary: the median of
 the per-pair A/B ratios of wall and CPU time (run.summarize) and each
-side's counters from its last warm run. A LAUNCHER (e.g. `-m
+side's counters from its last warm run. run.py's warm_dtensor row calls
+compare(). A LAUNCHER (e.g. `-m
 torch.distributed.run --standalone --nproc_per_node=1`) goes between
 PYTHON and PROGRAM.
 """
@@ -17,12 +18,13 @@ PYTHON and PROGRAM.
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from run import summarize  # benchmarks/ is this script's directory, so it is on sys.path
+from run import summarize  # benchmarks/ is on sys.path: this script's directory or run.py's
 
 
 def one(python, launcher, program, cache, disable):
@@ -44,11 +46,11 @@ def one(python, launcher, program, cache, disable):
     return wall, cpu, counters[-1], warnings
 
 
-def main(argv):
-    launcher = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
-    python, program, backport = argv[:3]
-    pairs = int(argv[3]) if len(argv) > 3 else 5
+def compare(python, program, backport, pairs, launcher=()) -> dict:
+    """Warm runs of PROGRAM with (A) and without (B) one backport, from
+    caches each side's cold run filled; run.summarize of the wall times,
+    with the CPU times' summary under "cpu", and the cold and last warm
+    run's counters and warnings per side."""
     caches = {side: tempfile.mkdtemp(prefix="tb-warm-%s-" % side) for side in "AB"}
     disable = {"A": None, "B": backport}
     cold = {side: one(python, launcher, program, caches[side], disable[side]) for side in "AB"}
@@ -60,13 +62,22 @@ def main(argv):
             walls[side].append(wall)
             cpus[side].append(cpu)
             last[side] = {"counters": counters, "warnings": warnings}
-    print(json.dumps({
-        "wall": summarize(walls["A"], walls["B"]),
-        "cpu": summarize(cpus["A"], cpus["B"]),
-        "cold": {side: {"wall": cold[side][0], "counters": cold[side][2],
-                        "warnings": cold[side][3]} for side in "AB"},
-        "warm": last,
-    }))
+    for cache in caches.values():
+        shutil.rmtree(cache, ignore_errors=True)
+    result = summarize(walls["A"], walls["B"])
+    result["cpu"] = summarize(cpus["A"], cpus["B"])
+    result["cold"] = {side: {"wall": cold[side][0], "counters": cold[side][2],
+                             "warnings": cold[side][3]} for side in "AB"}
+    result["warm"] = last
+    return result
+
+
+def main(argv):
+    launcher = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    python, program, backport = argv[:3]
+    pairs = int(argv[3]) if len(argv) > 3 else 5
+    print(json.dumps(compare(python, program, backport, pairs, launcher)))
 
 
 if __name__ == "__main__":
