@@ -53,6 +53,11 @@ def compare(python, program, backport, pairs, launcher=()) -> dict:
     run's counters and warnings per side."""
     caches = {side: tempfile.mkdtemp(prefix="tb-warm-%s-" % side) for side in "AB"}
     disable = {"A": None, "B": backport}
+    # The first process after a while reads torch from disk: 3.6 s more for
+    # the cold run of the side that went first (2.7.0, 2026-12-03; in
+    # BABA order the cold runs agreed within 0.5 s). One unmeasured import
+    # first keeps that out of the cold figures.
+    subprocess.run([python, "-c", "import torch"], capture_output=True, timeout=600)
     cold = {side: one(python, launcher, program, caches[side], disable[side]) for side in "AB"}
     walls, cpus, last = {"A": [], "B": []}, {"A": [], "B": []}, {}
     for i in range(pairs):
