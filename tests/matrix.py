@@ -1,9 +1,10 @@
 """`tox -e matrix`: the real-torch integration tests on older releases, one
 at a time, each in a new venv that is deleted afterwards (a CUDA wheel with
 its nvidia packages is ~4 GB). Not run in CI. Prints one line per release
-and writes tests/matrix-results.json.
+and records each in tests/matrix-results.json, with its date, keeping the
+releases it did not run this time.
 
-usage: python tests/matrix.py [VERSION ...]   (default: 2.6.0 2.7.0 2.7.1 2.8.0 2.9.0)
+usage: python tests/matrix.py [VERSION ...]   (default: 2.6.0 2.7.0 2.7.1 2.8.0 2.9.0 2.12.0)
 """
 
 import json
@@ -16,7 +17,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["2.6.0", "2.7.0", "2.7.1", "2.8.0", "2.9.0"]
+# The releases a backport claims that CI does not install.
+DEFAULT = ["2.6.0", "2.7.0", "2.7.1", "2.8.0", "2.9.0", "2.12.0"]
 
 
 def sh(*cmd, **kw):
@@ -59,10 +61,18 @@ def main(versions):
             shutil.rmtree(venv, ignore_errors=True)
             results.setdefault(version, {"ok": False, "summary": "interrupted"})
             results[version]["minutes"] = round((time.time() - started) / 60, 1)
+            results[version]["date"] = time.strftime("%Y-%m-%d")
             print(version, json.dumps(results[version]), flush=True)
     shutil.rmtree(work, ignore_errors=True)
     out = ROOT / "tests" / "matrix-results.json"
-    out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "results": results}, indent=2))
+    recorded = json.loads(out.read_text()) if out.exists() else {}
+    kept = recorded.get("results", {})
+    for version, result in kept.items():  # results from before per-release dates
+        result.setdefault("date", recorded.get("date"))
+    kept.update(results)
+    out.write_text(json.dumps({"results": dict(sorted(
+        kept.items(), key=lambda item: tuple(int(p) for p in item[0].split(".")))),
+    }, indent=2))
     return 0 if all(r["ok"] for r in results.values()) else 1
 
 

@@ -36,7 +36,9 @@ def cell(backport, version, ci, matrix):
         return "–"
     run = matrix.get(version, {}).get("reproducers", {}).get(backport.name, {})
     if not backport.needed_by(release):
-        return "fixed CI" if version in ci else "fixed"
+        if version in ci:
+            return "fixed CI"
+        return "fixed m" if run.get("with_torch_backports") == "ok" else "fixed"
     if version in ci:
         return "✔ CI"
     if run.get("stock", "").startswith("crashed") and run.get("with_torch_backports") == "ok":
