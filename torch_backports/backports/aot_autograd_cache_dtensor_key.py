@@ -224,6 +224,14 @@ try:
 except ImportError:
     print("skipped: needs torch.distributed with gloo")
     sys.exit(77)
+import torch
+if tuple(int(p) for p in torch.__version__.split(".")[:2]) == (2, 12):
+    # 2.12 keys the DTensor (PR 173526), but its FX graph cache key now
+    # meets the DeviceMesh and refuses its cycle; pytorch#180422 fixed that
+    # in 2.13 and is not backported, so this program cannot hit there.
+    print("skipped: torch 2.12 bypasses the FX graph cache for a flattened DeviceMesh "
+          "(pytorch#180422, fixed in 2.13, not backported)")
+    sys.exit(77)
 with tempfile.TemporaryDirectory() as cache:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="1",
                TORCHINDUCTOR_AUTOGRAD_CACHE="1")
