@@ -16,7 +16,6 @@ PYTHON and PROGRAM.
 """
 
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -24,12 +23,11 @@ import sys
 import tempfile
 import time
 
-from run import summarize  # benchmarks/ is on sys.path: this script's directory or run.py's
+from run import clean_env, summarize  # benchmarks/ is on sys.path: this script's directory or run.py's
 
 
 def one(python, launcher, program, cache, disable):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_BACKPORTS_")}
-    env["TORCHINDUCTOR_CACHE_DIR"] = cache
+    env = clean_env({"TORCHINDUCTOR_CACHE_DIR": cache})
     if disable:
         env["TORCH_BACKPORTS_DISABLE"] = disable
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
