@@ -11,7 +11,7 @@ def opt_out(value):
     return read_opt_out(KNOWN, {ENV_DISABLE: value})
 
 
-@pytest.mark.parametrize("value", ["", " ", "0", "false", "FALSE", "no", "off", " Off "])
+@pytest.mark.parametrize("value", ["", " ", "0", "false", "FALSE", "no", "n", "off", " Off ", "none", "None"])
 def test_enabled_words(value):
     result = opt_out(value)
     assert not result.everything and not result.names and not result.unknown
@@ -22,7 +22,7 @@ def test_unset_means_enabled():
     assert not read_opt_out(KNOWN, {}).disables("fx-graph-cache-pickling")
 
 
-@pytest.mark.parametrize("value", ["1", "true", "True", "yes", "on", "all", " ALL "])
+@pytest.mark.parametrize("value", ["1", "true", "True", "yes", "y", "Y", "on", "all", " ALL "])
 def test_everything_words(value):
     result = opt_out(value)
     assert result.everything

@@ -177,3 +177,48 @@ def test_status_cli_json_probes_a_new_process():
     data = json.loads(done.stdout)
     assert data["new_process"]["startup_state"] == "armed"
     assert data["backports"][0]["state"] == "applied"
+
+
+# What a process has loaded of ours and of wrapt, and how far it armed.
+LOADED = """
+import json, sys, torch_backports
+print(json.dumps([torch_backports._startup_state, sorted(
+    m for m in sys.modules if m.split(".")[0] in ("torch_backports", "wrapt", "torch"))]))
+"""
+
+
+@pytest.mark.parametrize("probe", [
+    "import importlib.util; assert importlib.util.find_spec('torch') is not None",
+    "import importlib.util; importlib.util.find_spec('torch'); importlib.util.find_spec('torch')",
+    "import pkgutil; assert any(m.name == 'torch' for m in pkgutil.iter_modules())",
+    "import pkgutil; pkgutil.get_loader('torch')",
+    "import importlib.metadata as m; [d.metadata for d in m.distributions()]",
+])
+def test_an_availability_probe_loads_nothing(probe):
+    """transformers and others ask whether torch is installed at import; that
+    must not arm torch-backports, since torch itself is not imported."""
+    result, done = report({"FAKE_TORCH_VERSION": "2.10.0"}, code=probe + "\n" + LOADED)
+    assert result == ["watching", ["torch_backports"]], result
+    assert done.stderr == ""
+
+
+def test_everything_off_loads_nothing_when_torch_imports():
+    code = "import torch._inductor.codecache\n" + LOADED + REPORT
+    done = run_python(code, env={"FAKE_TORCH_VERSION": "2.10.0", "TORCH_BACKPORTS_DISABLE": "1"},
+                      fake_torch=True)
+    assert done.returncode == 0, done.stderr
+    state, loaded = json.loads(done.stdout.splitlines()[0])
+    assert state == "disabled"
+    assert loaded == ["torch", "torch._inductor", "torch._inductor.codecache", "torch._utils",
+                      "torch_backports"]
+    result = last_json(done.stdout)
+    assert state_of(result)[0] == "disabled" and not result["patched"]
+    assert "when torch was imported" in state_of(result)[1]
+
+
+def test_turning_everything_off_after_torch_imported_is_read_per_target():
+    """Once armed, the variable is read as each target is imported."""
+    code = ("import os, torch; os.environ['TORCH_BACKPORTS_DISABLE'] = '1'\n") + REPORT
+    result, _ = report({"FAKE_TORCH_VERSION": "2.10.0"}, code=code)
+    assert result["startup"] == "armed"
+    assert state_of(result)[0] == "disabled" and not result["patched"]

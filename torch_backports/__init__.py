@@ -26,15 +26,29 @@ __version__ = "2.0.0.dev0"
 
 __all__ = ["__version__", "install", "status"]
 
-# The packages whose first import arms the wrapt hooks. Every backport's
-# target module lies inside one of them (a unit test checks the registry
-# against it), so wrapt's hook is in place before the target is imported.
-# `import torch` itself imports some targets (torch._subclasses.fake_tensor),
-# so the trigger is torch's own import.
-_TRIGGERS = ("torch",)
+# Arming waits until torch's package actually executes. `find_spec("torch")`
+# alone proves nothing: transformers, datasets, accelerate and many others
+# call importlib.util.find_spec("torch") at import to see whether torch is
+# available, and arming there cost them wrapt, logging and nine of our
+# modules (~60 ms) for nothing. A submodule is only ever looked up once its
+# package is in sys.modules (importlib imports the parent first, even for
+# find_spec("torch.x")), so the first "torch." lookup is torch's __init__
+# importing its own submodules: the earliest moment torch is certainly being
+# imported, and still before any backport's target (all lie under
+# "torch.", which a unit test checks). The check is one slice and one
+# comparison, which is all that every other import pays for us.
+_TRIGGER = "torch."
 
-# "idle": install() not called; "watching": waiting for a trigger import;
-# "armed": wrapt's hooks are registered; "failed": see _startup_error.
+# TORCH_BACKPORTS_DISABLE's words for "every backport off", read here so
+# that a process with everything off loads nothing more when torch imports.
+# _config (the full parser) uses the same tuple.
+_ENV_DISABLE = "TORCH_BACKPORTS_DISABLE"
+_ALL_WORDS = ("1", "true", "yes", "y", "on", "all")
+
+# "idle": install() not called; "watching": waiting for torch to import;
+# "armed": wrapt's hooks are registered; "disabled": torch was imported with
+# TORCH_BACKPORTS_DISABLE turning everything off, so nothing was armed;
+# "failed": see _startup_error.
 _startup_state = "idle"
 _startup_error = None  # type: str | None, as text
 _lock = None
@@ -59,13 +73,11 @@ torch_backports_watcher = True
 
 
 def find_spec(fullname: str, path: object = None, target: object = None) -> None:
-    """Meta path finder hook: find nothing, but arm on a trigger import.
+    """Meta path finder hook: find nothing, but arm once torch executes.
 
-    Returning None sends the import system on to the real finders. The
-    check is one tuple lookup, which is all that every other import in the
-    process pays for torch-backports.
+    Returning None sends the import system on to the real finders.
     """
-    if fullname in _TRIGGERS:
+    if fullname[:6] == _TRIGGER:
         _triggered()
     return None
 
@@ -89,6 +101,15 @@ def _triggered() -> None:
 
 def _arm() -> None:
     global _startup_state
+    import os  # loaded by the interpreter before site runs
+
+    # Read once, as torch imports: with everything off, nothing of wrapt or
+    # of our other modules is loaded, and the process keeps stock torch for
+    # its whole life even if it changes the variable later. A list of names
+    # is read by _activate when each target is imported.
+    if os.environ.get(_ENV_DISABLE, "").strip().lower() in _ALL_WORDS:
+        _startup_state = "disabled"
+        return
     from . import _activate
 
     _activate.arm()
@@ -112,16 +133,13 @@ def install() -> None:
         if _lock is None:
             _lock = _thread.allocate_lock()
         with _lock:
-            if _startup_state in ("watching", "armed"):
+            if _startup_state in ("watching", "armed", "disabled"):
                 return
             for finder in sys.meta_path:
                 if getattr(finder, "torch_backports_watcher", False):
                     _startup_state = "watching"  # armed by another copy of us
                     return
-            for name in _TRIGGERS:
-                if name in sys.modules:
-                    break
-            else:
+            if "torch" not in sys.modules:
                 _watcher = sys.modules[__name__]
                 sys.meta_path.insert(0, _watcher)
                 _startup_state = "watching"

@@ -4,10 +4,14 @@ import os
 from dataclasses import dataclass
 from typing import Collection, FrozenSet, Mapping, Optional, Tuple
 
-ENV_DISABLE = "TORCH_BACKPORTS_DISABLE"
+from . import _ALL_WORDS, _ENV_DISABLE
 
-_ENABLED_WORDS = frozenset({"", "0", "false", "no", "off"})
-_ALL_WORDS = frozenset({"1", "true", "yes", "on", "all"})
+ENV_DISABLE = _ENV_DISABLE
+
+# The obvious spellings of "off" and "on" are what they say; anything else
+# is a list of names, and a name that matches no backport is reported (a
+# warning on our logger and a note in `status`), never guessed at.
+_ENABLED_WORDS = frozenset({"", "0", "false", "no", "n", "off", "none"})
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ backport (summary, links, releases) come from its module when a report is
 made, so that recording an outcome never imports another backport's module.
 """
 
+import sys
 import threading
 from typing import Dict, List, Optional, Tuple
 
@@ -38,8 +39,13 @@ def set_state(name: str, state: str, reason: str, torch: Optional[str] = None) -
 
 def get(name: str) -> Outcome:
     with _lock:
-        return _outcomes.get(name) or (
-            PENDING, "its target %s has not been imported in this process"
+        found = _outcomes.get(name)
+    if found is not None:
+        return found
+    if sys.modules[__package__]._startup_state == "disabled":
+        return (DISABLED, "TORCH_BACKPORTS_DISABLE turned every backport off when torch was "
+                "imported, so none was armed in this process", None)
+    return (PENDING, "its target %s has not been imported in this process"
             % _registry.target(name), None)
 
 

@@ -19,3 +19,8 @@ if _fault == "garbage-version":
     __version__ = "not a version!"
 elif _fault == "version-not-str":
     __version__ = None
+
+# Real torch's __init__ imports its own submodules from its first lines on
+# (torch._utils in every release 2.6 - 2.15); torch-backports arms at the
+# first of them, so the fake does the same.
+from torch import _utils  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""Stands for torch._utils, the first submodule real torch imports."""
