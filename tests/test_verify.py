@@ -37,9 +37,44 @@ def run(outcome, symptom=False, detail=""):
     (run("ok"), run("ok"), "not reproduced", True),
     (run("crashed", True), run("crashed", True), "FAILED", False),
     (run("crashed", True), run("timed out"), "FAILED", False),
-    (run("skipped", detail="a C++ compiler"), run("skipped", detail="a C++ compiler"),
+    (run("skipped", detail="needs a C++ compiler"), run("skipped", detail="needs a C++ compiler"),
      "skipped: needs a C++ compiler", True),
 ])
 def test_verdicts(stock, fixed, verdict, ok):
     result = _verify.judge("x", stock, fixed)
     assert result.verdict.startswith(verdict) and result.ok is ok
+
+
+def test_a_skip_reads_as_the_reproducer_said_it():
+    verdict = _verify.judge("x", run("skipped", detail="needs einops"), run("skipped", detail="needs einops"))
+    assert verdict.verdict == "skipped: needs einops"
+
+
+def verdict(outcome):
+    if outcome == "skipped":
+        return _verify.judge("x", run("skipped", detail="needs a C++ compiler"),
+                             run("skipped", detail="needs a C++ compiler"))
+    if outcome == "failed":
+        return _verify.judge("x", run("crashed", True), run("crashed", True))
+    return _verify.judge("x", run("crashed", True), run("ok"))
+
+
+@pytest.mark.parametrize("outcomes, status, checked, message", [
+    (["fixed", "fixed"], _verify.PASSED, 2, "passed (2 checked)"),
+    (["fixed", "skipped"], _verify.PASSED, 1, "passed (1 checked, 1 skipped)"),
+    (["skipped", "skipped"], _verify.NOTHING_CHECKED, 0, "checked nothing: every reproducer"),
+    ([], _verify.NOTHING_CHECKED, 0, "checked nothing: this torch needs no backport"),
+    (["fixed", "failed", "skipped"], _verify.FAILED, 2, "FAILED"),
+])
+def test_a_run_that_checked_nothing_is_not_a_pass(outcomes, status, checked, message):
+    outcome = _verify.summarise([verdict(o) for o in outcomes])
+    assert (outcome.status, outcome.checked) == (status, checked)
+    assert outcome.message.startswith(message)
+    assert len({_verify.PASSED, _verify.FAILED, _verify.NOTHING_CHECKED}) == 3
+
+
+def test_table_cuts_long_cells():
+    long = "needs a C++ compiler for inductor's CPU backend (" + "x" * 400 + ")"
+    text = _verify.table([_verify.judge("x", run("skipped", detail=long), run("skipped", detail=long))],
+                         [])
+    assert max(len(line) for line in text.splitlines()) < 3 * _verify.CELL + 20

@@ -2,12 +2,13 @@
 
 import argparse
 import json
+import os
 import sys
 from typing import List, Optional
 
 import torch_backports
 
-from . import _environment, _probe, _records, _registry, _versions
+from . import _config, _environment, _probe, _records, _registry, _versions
 
 # States that leave a needed backport inactive in a new process.
 _INACTIVE = (_records.PENDING, _records.DISABLED, _records.UNRECOGNISED, _records.FAILED)
@@ -79,46 +80,76 @@ def problems(report: dict) -> List[str]:
     return found
 
 
-def _print_table(report: dict) -> None:
-    startup = report["startup"]
+def _counts(report: dict) -> str:
+    states = [row["state"] for row in report["backports"]]
+    return ", ".join("%d %s" % (states.count(state), state)
+                     for state in _records.STATES if state in states)
+
+
+def _print_table(report: dict, verbose: bool) -> None:
+    """The table first, then what a reader needs to trust it; the long text
+    (paths, summaries, links) only with -v."""
     new = report["new_process"] or {}
-    lines = [
-        "torch-backports %s (%s)" % (report["torch_backports"], report["package"]),
-        "python          %s" % report["python"],
-        "torch           %s" % (report["torch"] or "not installed"),
-        "startup hook    %s" % (", ".join(startup["files"]) or "NOT installed in a site directory"),
-        "  here          %s%s" % (startup["this_interpreter"],
-                                  " (%s)" % startup["error"] if startup["error"] else ""),
-    ]
-    if new:
-        lines.append("  new process   %s" % (new.get("startup_state") or new.get("failure")))
-        if new.get("import_error"):
-            lines.append("  torch import  failed: %s" % new["import_error"])
-        for note in new.get("notes") or []:
-            lines.append("  note          %s" % note)
-    lines.append("")
+    lines = ["torch %s, torch-backports %s, Python %s" % (
+        report["torch"] or "not installed", report["torch_backports"],
+        report["python"].rsplit(" ", 1)[-1]), ""]
     header = ("backport", "affects", "state", "reason")
     rows = [(r["name"], r["affects"], r["state"], r["reason"]) for r in report["backports"]]
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(3)]
     for row in [header] + rows:
         lines.append("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)) + "  " + str(row[3]))
-    for r in report["backports"]:
-        lines.append("")
-        lines.append("%s: %s" % (r["name"], r["summary"]))
-        lines.extend("  " + link for link in r["upstream"])
+    lines.append("")
+    if report["torch"] is None:
+        lines.append("torch is not installed here, so nothing is patched.")
+    elif new:
+        lines.append("%s: the states of a new Python process of this environment, which "
+                     "status started to import torch's patched modules." % _counts(report))
+    if not report["startup"]["files"]:
+        lines.append("WARNING: no torch_backports.pth in a site directory, so nothing is "
+                     "patched in new processes (see README: Install).")
+    if new.get("import_error"):
+        lines.append("WARNING: importing torch failed in that process: %s" % new["import_error"])
+    for note in new.get("notes") or []:
+        lines.append("note: %s" % note)
+    if verbose:
+        startup = report["startup"]
+        lines += [
+            "",
+            "package         %s" % report["package"],
+            "python          %s" % report["python"],
+            "startup file    %s" % (", ".join(startup["files"]) or "none"),
+            "startup state   %s in the new process; %s in this one, which never imports torch"
+            % (new.get("startup_state") or new.get("failure") or "not probed",
+               startup["this_interpreter"] + (" (%s)" % startup["error"] if startup["error"] else "")),
+        ]
+        for r in report["backports"]:
+            lines.append("")
+            lines.append("%s: %s" % (r["name"], r["summary"]))
+            lines.extend("  " + link for link in r["upstream"])
+    else:
+        lines.append("`torch-backports status -v` adds each backport's summary and upstream links.")
     print("\n".join(lines))
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def _parser() -> "tuple[argparse.ArgumentParser, dict]":
     parser = argparse.ArgumentParser(
         prog="torch-backports",
         description="Show or check the torch backports of this environment.",
+        epilog="Exit statuses: 0 fine; 1 check or verify failed; 2 bad usage; "
+        "3 verify checked nothing (every reproducer skipped, or no torch); "
+        "141 output pipe closed.",
     )
+    parser.add_argument("--version", action="version",
+                        version="torch-backports %s" % torch_backports.__version__)
     commands = parser.add_subparsers(dest="command")
+    no_probe = dict(action="store_true",
+                    help="do not start a new Python process to import torch; every state then "
+                    "reads 'pending' (faster, but shows nothing of the patches)")
     status = commands.add_parser("status", help="show each backport and its state (the default)")
-    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    status.add_argument("--no-probe", action="store_true",
-                        help="do not start a new process to import torch's inductor")
+    status.add_argument("-v", "--verbose", action="store_true",
+                        help="also paths, startup state, summaries and upstream links")
+    status.add_argument("--json", action="store_true", help="print everything as JSON")
+    status.add_argument("--no-probe", **no_probe)
     check = commands.add_parser(
         "check", help="exit 1 if a backport this torch needs would not be active in a new process"
     )
@@ -129,7 +160,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     verify.add_argument("names", nargs="*", metavar="NAME",
                         help="backports to verify (default: every one this torch needs)")
     verify.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    args = parser.parse_args(argv)
+    return parser, {"status": status, "check": check, "verify": verify}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser, subparsers = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the command's own usage, not the top-level one
+        (subparsers.get(args.command) or parser).error("unrecognized arguments: %s"
+                                                       % " ".join(extra))
     if args.command == "verify":
         return _verify_command(args.names, args.json)
 
@@ -148,7 +187,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if getattr(args, "json", False):
         print(json.dumps(report, indent=2))
     else:
-        _print_table(report)
+        _print_table(report, getattr(args, "verbose", False))
     return 0
 
 
@@ -157,25 +196,51 @@ def _verify_command(names: List[str], as_json: bool) -> int:
 
     version = _environment.torch_version()
     if version is None:
-        print("torch-backports verify: torch is not installed in this environment.")
-        return 0
+        message = "torch is not installed in this environment: nothing to verify."
+        if as_json:
+            print(json.dumps({"torch": None, "ok": False, "checked": 0, "status": "nothing checked",
+                              "message": message, "backports": []}, indent=2))
+        else:
+            print("torch-backports verify: " + message)
+        return _verify.NOTHING_CHECKED
     chosen = _verify.selected(names, version)
-    not_run = [(name, "not asked for" if names else "not needed by torch %s" % version)
-               for name in _registry.names() if name not in chosen]
     print("torch-backports verify: torch %s, %d reproducer(s), each run twice in a new "
           "interpreter; this takes minutes." % (version, len(chosen)), file=sys.stderr)
     verdicts = _verify.verify(names, version,
                               lambda line: print("  " + line, file=sys.stderr, flush=True))
-    ok = all(v.ok for v in verdicts)
+    not_run = [] if names else [(name, "not needed by torch %s" % version)
+                                for name in _registry.names() if name not in chosen]
+    outcome = _verify.summarise(verdicts)
+    opt_out = _config.read_opt_out(_registry.names())
+    warning = None
+    if opt_out.everything or opt_out.names:
+        warning = ("%s: verify ignores it, but your own programs run with %s off"
+                   % (opt_out.describe(), "every backport" if opt_out.everything
+                      else "those backports"))
     if as_json:
-        print(json.dumps({"torch": version, "ok": ok,
+        print(json.dumps({"torch": version, "ok": outcome.status == _verify.PASSED,
+                          "checked": outcome.checked, "status": outcome.message,
+                          "opt_out_warning": warning,
                           "backports": [v.as_dict() for v in verdicts],
                           "not_run": [{"name": n, "reason": r} for n, r in not_run]}, indent=2))
     else:
         print(_verify.table(verdicts, not_run))
-        print("\nverify %s" % ("passed" if ok else "FAILED"))
-    return 0 if ok else 1
+        print("\nverify %s" % outcome.message)
+        if warning:
+            print("WARNING: " + warning)
+    return outcome.status
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`status | head -3`): stop quietly, as
+        # command-line tools do, with the status of a SIGPIPE death. stdout
+        # is pointed at /dev/null so the interpreter's own flush at exit
+        # cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        status = 128 + 13
+    sys.exit(status)

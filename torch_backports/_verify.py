@@ -8,8 +8,10 @@ torch_backports; the .pth does whatever is done, as for a user's program.
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
@@ -18,6 +20,14 @@ from ._backport import Backport
 
 SKIP_EXIT = 77
 """A reproducer exits with this after printing "skipped: <what it needs>"."""
+
+# verify's exit statuses: a run that checked nothing (every reproducer
+# skipped, e.g. for want of a C++ compiler) must not read as a pass in CI.
+PASSED, FAILED, NOTHING_CHECKED = 0, 1, 3
+
+# Table cells are cut to this many characters (--json keeps them whole): a
+# skip reason can carry a compiler's whole error message.
+CELL = 60
 
 OK, CRASHED, SKIPPED, TIMED_OUT = "ok", "crashed", "skipped", "timed out"
 
@@ -66,17 +76,28 @@ def exception_line(stderr: str) -> str:
 
 
 def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> Run:
-    """Run `backport`'s reproducer in a new interpreter, stock or fixed."""
+    """Run `backport`'s reproducer in a new interpreter, stock or fixed.
+
+    Each run gets its own temporary folder, removed afterwards, as TMPDIR
+    and as inductor's and triton's cache: the reproducers leave nothing in
+    the user's temporary folder or caches, and no entry the user's own
+    programs compiled can hide a bug from them.
+    """
+    scratch = tempfile.mkdtemp(prefix="torch-backports-verify-")
     env = {k: v for k, v in os.environ.items() if k != _config.ENV_DISABLE}
+    env.update(TMPDIR=scratch, TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor"),
+               TRITON_CACHE_DIR=os.path.join(scratch, "triton"))
     if stock:
         env[_config.ENV_DISABLE] = backport.name
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-c", backport.reproducer], env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, cwd=scratch)
     except subprocess.TimeoutExpired:
         return Run(TIMED_OUT, "after %.0f s" % timeout, time.monotonic() - started, False)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     seconds = round(time.monotonic() - started, 1)
     symptom = backport.symptom in done.stderr or backport.symptom in done.stdout
     if done.returncode == 0:
@@ -90,7 +111,8 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> 
 def judge(name: str, stock: Run, fixed: Run) -> Verdict:
     if SKIPPED in (stock.outcome, fixed.outcome):
         run = stock if stock.outcome == SKIPPED else fixed
-        return Verdict(name, stock, fixed, "skipped: needs " + (run.detail or "a prerequisite"),
+        # The reproducer says what it needs ("needs einops"), in its own words.
+        return Verdict(name, stock, fixed, "skipped: " + (run.detail or "a prerequisite is missing"),
                        True)
     if fixed.outcome != OK:
         return Verdict(name, stock, fixed, "FAILED: the reproducer fails with torch-backports",
@@ -140,10 +162,37 @@ def verify(names: Sequence[str], torch_version: Optional[str],
     return verdicts
 
 
-def table(verdicts: Sequence[Verdict], skipped: Sequence[str]) -> str:
+class Outcome(NamedTuple):
+    """A whole verify run: its exit status, how many reproducers really ran
+    (neither skipped), and a line saying so."""
+
+    status: int
+    checked: int
+    message: str
+
+
+def summarise(verdicts: Sequence[Verdict]) -> Outcome:
+    checked = sum(1 for v in verdicts if not v.verdict.startswith(SKIPPED))
+    skipped = len(verdicts) - checked
+    if not all(v.ok for v in verdicts):
+        return Outcome(FAILED, checked, "FAILED")
+    if not checked:
+        return Outcome(NOTHING_CHECKED, 0, "checked nothing: %s" % (
+            "every reproducer was skipped (see why above)" if verdicts
+            else "this torch needs no backport"))
+    return Outcome(PASSED, checked, "passed (%d checked%s)" % (
+        checked, ", %d skipped" % skipped if skipped else ""))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CELL else text[:CELL - 1] + "\u2026"
+
+
+def table(verdicts: Sequence[Verdict], not_run: Sequence["tuple[str, str]"]) -> str:
     header = ("backport", "stock torch", "with torch-backports", "verdict")
-    rows = [(v.name, v.stock.describe(), v.fixed.describe(), v.verdict) for v in verdicts]
-    rows += [(name, "-", "-", reason) for name, reason in skipped]
+    rows = [(v.name, _cut(v.stock.describe()), _cut(v.fixed.describe()), _cut(v.verdict))
+            for v in verdicts]
+    rows += [(name, "-", "-", reason) for name, reason in not_run]
     widths = [max(len(row[i]) for row in [header] + rows) for i in range(3)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3]
                      for row in [header] + rows)
