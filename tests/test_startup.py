@@ -99,8 +99,9 @@ def test_opt_out_is_read_when_inductor_loads():
 
 
 def test_armed_by_torch_but_pending_until_the_target_is_imported():
-    """wrapt arms when torch starts to import; a backport's own module loads
-    only when its target does."""
+    """The hooks arm when torch starts to import; a backport's own module
+    loads only when its target does, and wrapt only for a backport that
+    wraps a function."""
     code = ("import json, sys, torch_backports\n"
             "before = torch_backports._startup_state\n"
             "import torch\n"
@@ -109,7 +110,7 @@ def test_armed_by_torch_but_pending_until_the_target_is_imported():
             " loaded, torch_backports.status()]))")
     (before, after, wrapt, loaded, records), _ = report({"FAKE_TORCH_VERSION": "2.10.0"},
                                                         code=code)
-    assert (before, after, wrapt) == ("watching", "armed", True)
+    assert (before, after, wrapt) == ("watching", "armed", False)
     assert loaded == []
     assert records[0]["state"] == "pending"
 

@@ -2,8 +2,8 @@
 
 torch_backports.pth (and torch_backports.start on Python 3.15+) calls
 install() at interpreter start. Nothing is patched then: install() only
-puts this module on sys.meta_path as a watcher. When torch starts to
-import, the watcher arms wrapt's post-import hooks, one per backport's
+puts this module on sys.meta_path as a watcher. When torch's package
+executes, the watcher arms post-import hooks (_hooks), one per backport's
 target module, and each patch is made when its target is imported.
 """
 
@@ -11,10 +11,10 @@ target module, and each patch is made when its target is imported.
 # in an environment where torch-backports is installed, including the ones
 # that never touch torch: pip, test runners, one-line scripts. It therefore
 # imports nothing at module level, and install() imports only sys and
-# _thread, which the interpreter has loaded before site runs. wrapt,
-# logging and our other modules cost 50-70 ms together
-# (measured against 8.5 ms for `python -c pass`), so they are imported
-# only when torch starts to import, which itself costs ~1.5 s.
+# _thread, which the interpreter has loaded before site runs. logging and
+# our other modules cost 50-70 ms together (measured against 8.5 ms for
+# `python -c pass`), so they are imported only when torch is imported,
+# which itself costs ~1.5 s and loads logging anyway.
 # Everything else lives in other modules, because each line here is paid
 # by every process (benchmarks/run.py counts this module's instructions).
 #
@@ -46,7 +46,7 @@ _ENV_DISABLE = "TORCH_BACKPORTS_DISABLE"
 _ALL_WORDS = ("1", "true", "yes", "y", "on", "all")
 
 # "idle": install() not called; "watching": waiting for torch to import;
-# "armed": wrapt's hooks are registered; "disabled": torch was imported with
+# "armed": the post-import hooks are registered; "disabled": torch was imported with
 # TORCH_BACKPORTS_DISABLE turning everything off, so nothing was armed;
 # "failed": see _startup_error.
 _startup_state = "idle"
@@ -55,7 +55,7 @@ _lock = None
 _watcher = None  # this module, once install() has put it on sys.meta_path
 
 # What we catch from our own code and from modules imported on our behalf
-# (wrapt): SystemExit too, since a broken or shadowed module can
+# (wrapt, by a backport that wraps): SystemExit too, since a broken or shadowed module can
 # raise it on import, and it must not end the host's import of torch. A
 # KeyboardInterrupt is the user's, so it propagates.
 _CONTAINED = (Exception, SystemExit)
@@ -91,7 +91,7 @@ def _triggered() -> None:
             if _watcher not in sys.meta_path:
                 return  # another thread armed already
             # Removed before arming, so that the imports arming makes
-            # (wrapt, logging) do not come back through this watcher.
+            # (logging, our modules) do not come back through this watcher.
             sys.meta_path.remove(_watcher)
         _arm()
     except _CONTAINED as exc:  # never let our failure fail torch's import

@@ -1,8 +1,9 @@
-"""Arming wrapt's post-import hooks and applying the backports.
+"""Arming the post-import hooks and applying the backports.
 
 Imported when torch starts to import (or by a late install()), never at
-interpreter start, so it may import wrapt and logging. Every
-function that torch's import can reach catches what _CONTAINED names:
+interpreter start. Everything it imports but our own small modules, torch
+imports too (benchmarks/run.py counts what the rest adds to `import
+torch`). Every function that torch's import can reach catches what _CONTAINED names:
 whatever goes wrong, the backport is recorded with the reason and torch is
 left as shipped.
 """
@@ -13,7 +14,7 @@ import threading
 from types import ModuleType
 from typing import Callable, Dict, Optional
 
-from . import _CONTAINED, _config, _patching, _records, _registry, _versions
+from . import _CONTAINED, _config, _hooks, _patching, _records, _registry, _versions
 from ._backport import Backport, Release, Revert, format_release
 
 logger = logging.getLogger("torch_backports")
@@ -27,24 +28,16 @@ _reverts: Dict[str, Revert] = {}
 
 
 def arm() -> None:
-    """Register a post-import hook for every backport's target module.
-
-    wrapt calls a hook right away if its target is already imported.
-    """
+    """Register a post-import hook for every backport's target module; a
+    hook whose target is imported already runs at once."""
     global _armed
     with _lock:
         if _armed:
             return
         _armed = True
-    try:
-        import wrapt
-    except _CONTAINED as exc:  # ImportError, or a wrapt that fails to import
-        for name in _registry.names():
-            _fail(name, "wrapt could not be imported (%s: %s)" % (type(exc).__name__, exc))
-        return
     for name, target in _registry.BACKPORTS:
         try:
-            wrapt.register_post_import_hook(_hook_for(name), target)
+            _hooks.register(target, _hook_for(name))
         except _CONTAINED as exc:
             _fail(name, "registering the import hook failed (%s: %s)" % (type(exc).__name__, exc))
 
