@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import torch_backports
-from conftest import child_env, run_interpreter
+from conftest import FAKE_TORCH, child_env, run_interpreter
 
 pytestmark = pytest.mark.usefixtures("installed")
 
@@ -64,3 +64,11 @@ def test_verify_without_torch_checked_nothing():
     data = json.loads(as_json.stdout)
     assert data["torch"] is None and data["checked"] == 0 and data["ok"] is False
 
+
+
+def test_verify_refuses_an_unknown_name_as_bad_usage(tmp_path):
+    """With a (fake) torch present, an unknown NAME is bad usage: exit 2."""
+    done = cli("verify", "no-such-backport", env={"PYTHONPATH": str(FAKE_TORCH)})
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "no backport named no-such-backport" in done.stderr
+    assert "Traceback" not in done.stderr

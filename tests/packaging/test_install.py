@@ -1,10 +1,16 @@
-"""Packaging: what the wheel and sdist hold, and every way of installing them.
+"""Packaging: what the wheel and sdist hold, their metadata, and every way of
+installing them.
 
 Each install goes into a new virtual environment; the test then starts that
-environment's interpreter and checks that site ran our startup hook.
+environment's interpreter and checks that site ran our startup hook. build
+and twine are deps of tox's packaging env: where one is missing, these tests
+fail, never skip.
 """
 
+import configparser
+import email.parser
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,14 +33,25 @@ def run(*cmd, cwd=None):
     return done
 
 
+def build_with_log(source, outdir):
+    """`python -m build`: the wheel, the sdist, and what build printed."""
+    done = run(sys.executable, "-m", "build", "--outdir", outdir, source)
+    return (next(Path(outdir).glob("*.whl")), next(Path(outdir).glob("*.tar.gz")),
+            done.stdout + done.stderr)
+
+
 def build(source, outdir):
-    run(sys.executable, "-m", "build", "--outdir", outdir, source)
-    return (next(Path(outdir).glob("*.whl")), next(Path(outdir).glob("*.tar.gz")))
+    return build_with_log(source, outdir)[:2]
 
 
 @pytest.fixture(scope="session")
-def dists(tmp_path_factory):
-    return build(ROOT, tmp_path_factory.mktemp("dist"))
+def built(tmp_path_factory):
+    return build_with_log(ROOT, tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="session")
+def dists(built):
+    return built[:2]
 
 
 class Venv:
@@ -76,8 +93,53 @@ def test_sdist_carries_what_a_wheel_needs(dists):
     _, sdist = dists
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    for name in STARTUP_FILES + ("setup.py", "setup.cfg", "torch_backports/__init__.py"):
+    docs = [str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")]
+    assert docs
+    for name in STARTUP_FILES + ("setup.py", "setup.cfg", "pyproject.toml", "LICENSE",
+                                 "README.md", "torch_backports/__init__.py", *docs):
         assert name in names
+
+
+def test_build_warns_of_nothing_and_twine_check_strict_passes(built):
+    wheel, sdist, log = built
+    # setuptools' deprecations (e.g. a License :: classifier beside
+    # license_expression) are warnings today and errors tomorrow.
+    assert not re.findall(r"\w*Warning\b.*", log), log[-4000:]
+    # --strict also renders the long description (README.md) as PyPI would.
+    done = run(sys.executable, "-m", "twine", "check", "--strict", wheel, sdist)
+    assert done.stdout.count("PASSED") == 2, done.stdout
+
+
+def test_metadata_license_urls_and_classifiers(dists):
+    wheel, _ = dists
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = email.parser.Parser().parsestr(archive.read(
+            next(n for n in names if n.endswith(".dist-info/METADATA"))).decode("utf-8"))
+        licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert len(licence) == 1
+        assert archive.read(licence[0]) == (ROOT / "LICENSE").read_bytes()
+    assert "BSD 3-Clause" in (ROOT / "LICENSE").read_text()
+    assert metadata["License-Expression"] == "BSD-3-Clause"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL"))
+    assert sorted(urls) == ["Homepage", "Issues", "Source"]
+    assert all(url.startswith("https://github.com/torch-backports/torch-backports")
+               for url in urls.values())
+    classifiers = metadata.get_all("Classifier")
+    assert not [c for c in classifiers if c.startswith("License ::")]
+    # One Python classifier per unit-test env in tox.ini, py39 ... py313.
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / "tox.ini")
+    tox_pythons = re.findall(r"\bpy3(\d+)\b", tox["tox"]["env_list"])
+    assert tox_pythons
+    declared = sorted(int(m) for c in classifiers
+                      for m in re.findall(r"^Programming Language :: Python :: 3\.(\d+)$", c))
+    assert declared == sorted({int(v) for v in tox_pythons})
+    assert metadata["Requires-Python"] == ">=3.%d" % declared[0]
+    for needed in ("Development Status :: 3 - Alpha", "Operating System :: POSIX :: Linux",
+                   "Topic :: Scientific/Engineering :: Artificial Intelligence"):
+        assert needed in classifiers
 
 
 @pytest.mark.parametrize("how", ["wheel", "sdist", "editable", "uv"])
