@@ -64,7 +64,7 @@ _CONTAINED = (Exception, SystemExit)
 # asks any object on it for find_spec(), and a module is an object. A
 # watcher class costs more at every start than it is worth (callgrind,
 # Python 3.11, `python -c pass`, 2026-12-03: 39.02 M instructions with a
-# class, 38.95 M with this module, 38.01 M without torch-backports; the
+# class, 38.95 M with this module, 38.01 M without torch-backports;
 # docs/performance.md has the table).
 #
 # The marker lets install() in any copy of this package see that a watcher
