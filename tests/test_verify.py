@@ -1,8 +1,13 @@
 """`torch-backports verify`'s reading of a reproducer's output and its verdicts."""
 
+import json
+import os
+import subprocess
+
 import pytest
 
 from torch_backports import _verify
+from torch_backports._backport import Backport
 
 TRACEBACK = """W1203 some log line
 Traceback (most recent call last):
@@ -78,3 +83,35 @@ def test_table_cuts_long_cells():
     text = _verify.table([_verify.judge("x", run("skipped", detail=long), run("skipped", detail=long))],
                          [])
     assert max(len(line) for line in text.splitlines()) < 3 * _verify.CELL + 20
+
+
+
+def test_each_run_has_its_own_temporary_folder_and_caches_removed_afterwards(tmp_path,
+                                                                             monkeypatch):
+    """A reproducer writes where it likes (torch's aot_builtins_*, inductor's
+    cache); nothing of it is left, and the user's own cache is not used."""
+    program = (
+        "import json, os, tempfile\n"
+        "folder = tempfile.mkdtemp(prefix='aot_builtins_')\n"
+        "os.makedirs(os.environ['TORCHINDUCTOR_CACHE_DIR'])\n"
+        "print(json.dumps([tempfile.gettempdir(), os.getcwd(), folder,\n"
+        "                  os.environ['TORCHINDUCTOR_CACHE_DIR'], os.environ['TRITON_CACHE_DIR']]))\n"
+        "raise SystemExit(3)\n")
+    backport = Backport(name="made-up", summary="", upstream=(), first_affected=(2, 0, 0),
+                        first_fixed=(2, 1, 0), apply=None, reproducer=program, symptom="x")
+    seen = []
+    real_run = subprocess.run
+
+    def spy(*args, **kwargs):
+        done = real_run(*args, **kwargs)
+        seen.append(json.loads(done.stdout))
+        return done
+
+    monkeypatch.setattr(_verify.subprocess, "run", spy)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "users-own-cache"))
+    run = _verify.run_reproducer(backport, stock=False)
+    assert run.outcome == _verify.CRASHED
+    temp, cwd, made, inductor, triton = seen[0]
+    assert cwd == temp and made.startswith(temp) and inductor.startswith(temp)
+    assert triton.startswith(temp) and "users-own-cache" not in inductor
+    assert not os.path.exists(temp)
