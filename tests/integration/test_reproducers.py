@@ -19,6 +19,10 @@ from torch_backports._backport import format_release
 from torch_backports._versions import release_of
 
 
+# The newest torch release CI installs (tox.ini's torch2150 env).
+NEWEST = (2, 15, 0)
+
+
 def reproduce(name, stock):
     run = _verify.run_reproducer(_registry.load(name), stock=stock)
     record(name, "stock" if stock else "with_torch_backports", run.describe())
@@ -49,6 +53,13 @@ def test_reproducer(name):
         stock = reproduce(name, stock=True)
         assert stock.outcome == _verify.CRASHED and stock.symptom, (
             "stock torch %s should fail with %r: %s" % (EXPECTED, backport.symptom, stock))
+    elif release[:2] != backport.first_fixed[:2] and release[:2] != NEWEST[:2]:
+        # Past the fix, the proof that torch is left as shipped is needed on
+        # the first fixed release and the newest; a run on each release in
+        # between costs CI minutes and proves nothing more.
+        record(name, "state", "not needed")
+        pytest.skip("torch %s ships %s's fix; checked on %s and %s" % (
+            EXPECTED, name, format_release(backport.first_fixed), format_release(NEWEST)))
     fixed = reproduce(name, stock=False)
     assert fixed.outcome == _verify.OK, (
         "torch %s (fixed in %s) fails with torch-backports: %s"
