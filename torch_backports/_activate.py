@@ -35,11 +35,21 @@ def arm() -> None:
         if _armed:
             return
         _armed = True
+    try:  # first, so that the keys name a code-changing backport from its first compile
+        _hooks.register("torch._inductor.codecache", _install_cache_key)
+    except _CONTAINED:
+        pass  # then a code-changing backport refuses to apply, saying why
     for name, target in _registry.BACKPORTS:
         try:
             _hooks.register(target, _hook_for(name))
         except _CONTAINED as exc:
             _fail(name, "registering the import hook failed (%s: %s)" % (type(exc).__name__, exc))
+
+
+def _install_cache_key(codecache: ModuleType) -> None:
+    from . import _cache_key  # only in a process that reaches inductor
+
+    _cache_key.install(codecache)
 
 
 def _hook_for(name: str) -> Callable[[ModuleType], None]:
@@ -78,6 +88,13 @@ def apply(name: str, module: ModuleType) -> str:
         gated = _gate(name, backport, release, version)
         if gated is not None:
             return gated
+        if backport.changes_codegen:
+            from . import _cache_key
+
+            unkeyed = _cache_key.ready()
+            if unkeyed is not None:
+                return _fail(name, "inductor's cache keys cannot name it, so graphs that stock "
+                             "torch cached would be reused (%s)" % unkeyed, version)
         restore = _patching.snapshot(module)
         try:
             _reverts[name] = backport.apply(module, release)

@@ -26,6 +26,12 @@ class Backport:
     fix it exits 0. It exits 77 after printing "skipped: <what it needs>"
     when a prerequisite (a C++ compiler, gloo, a package) is missing.
     `torch-backports verify` and the real-wheel tests run it.
+
+    `changes_codegen` is True for a patch that changes the code inductor
+    generates: while it is applied, inductor's graph cache keys name it
+    (torch_backports._cache_key), so that its process never loads a graph
+    stock torch compiled, nor stock torch one of its own; and it is not
+    applied where that cannot be done.
     """
 
     # A plain class, not a NamedTuple or a dataclass: this module is imported
@@ -33,12 +39,12 @@ class Backport:
     # instructions (callgrind, Python 3.11, 2026-12-04) and a plain one next
     # to nothing.
     __slots__ = ("name", "summary", "upstream", "first_affected", "first_fixed", "apply",
-                 "reproducer", "symptom")
+                 "reproducer", "symptom", "changes_codegen")
 
     def __init__(self, *, name: str, summary: str, upstream: Tuple[str, ...],
                  first_affected: Release, first_fixed: Release,
                  apply: Callable[[ModuleType, Release], Revert], reproducer: str,
-                 symptom: str) -> None:
+                 symptom: str, changes_codegen: bool = False) -> None:
         self.name = name
         self.summary = summary
         self.upstream = upstream
@@ -47,6 +53,7 @@ class Backport:
         self.apply = apply
         self.reproducer = reproducer
         self.symptom = symptom
+        self.changes_codegen = changes_codegen
 
     def __repr__(self) -> str:
         return "<Backport %s %s>" % (self.name, self.affects())

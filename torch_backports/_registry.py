@@ -25,6 +25,8 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("einops-allow-in-graph", "torch._dynamo.decorators"),
     ("auto-functionalized-cacheable", "torch._higher_order_ops.auto_functionalize"),
     ("aot-autograd-cache-dtensor-key", "torch._functorch._aot_autograd.autograd_cache"),
+    ("inductor-mul-zero-nan", "torch._inductor.fx_passes.joint_graph"),
+    ("inductor-lazy-fallback-log", "torch._inductor.graph"),
 )
 
 
