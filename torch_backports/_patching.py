@@ -98,7 +98,8 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
     a copy of the whole function, change exactly the text upstream changed,
     in the source of the very function installed, after its fingerprint has
     shown it is the code the edits were written against. Each `old` must
-    occur exactly once. The copy has the original's globals, defaults,
+    occur exactly once, in the dedented source: a method's `def` at column
+    0 and its body at 4 spaces, whatever its indentation in the file. The copy has the original's globals, defaults,
     name and line numbers (tracebacks point into torch's file), and its
     `__class__` cell where the original uses zero-argument super().
     """
