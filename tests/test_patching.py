@@ -27,6 +27,23 @@ class Kernel(Base):
 
 def helper(a, b=2):
     return a + b
+
+
+def long_signature(
+    a,
+    b=2,
+) -> int:
+    total = a + b
+    # a comment at the end of the body
+
+    return total
+    # a trailing comment, not part of the block
+
+
+def column_zero_string():
+    text = """first
+second line at column 0"""
+    return text
 '''
 
 
@@ -48,6 +65,37 @@ def test_fingerprint_of_a_live_function_matches_the_file(module):
     assert live == _fingerprint.of_file(SOURCE, "Kernel.describe")
     assert live != _fingerprint.of_file(SOURCE, "Base.describe")
     assert _fingerprint.of_file(SOURCE, "helper") == _fingerprint.of_function(module.helper)
+
+
+@pytest.mark.parametrize("qualname", ["helper", "Kernel.describe", "long_signature",
+                                      "column_zero_string"])
+def test_the_cheap_block_cut_agrees_with_inspect_or_defers_to_it(module, qualname):
+    """source_of() cuts a function's block by indentation, and keeps that
+    cut only where its fingerprint is a known one."""
+    import inspect
+
+    function = module
+    for part in qualname.split("."):
+        function = getattr(function, part)
+    exact = _fingerprint.of_source(inspect.getsource(function))
+    assert exact == _fingerprint.of_file(SOURCE, qualname)
+    block = _fingerprint._indented_block(function.__code__)
+    cut_right = _fingerprint.of_source(block) == exact
+    assert cut_right is (qualname != "column_zero_string")  # that string fools the cut
+    _fingerprint._seen.clear()
+    assert _fingerprint.of_function(function, known={exact}) == exact
+    _fingerprint._seen.clear()
+    assert _fingerprint.of_function(function) == exact  # nothing known: inspect decides
+
+
+def test_rewritten_without_ast_keeps_line_numbers(module):
+    fingerprint = _fingerprint.of_function(module.long_signature)
+    new = _patching.rewritten(module.long_signature, [("    total = a + b\n",
+                                                        "    total = a * b\n")],
+                              {fingerprint: "test"}, {})
+    assert new(3) == 6 and module.long_signature(3) == 5
+    assert new.__code__.co_firstlineno == module.long_signature.__code__.co_firstlineno
+    assert new.__code__.co_filename == module.long_signature.__code__.co_filename
 
 
 def test_fingerprint_ignores_indentation_and_trailing_blanks():

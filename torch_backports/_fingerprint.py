@@ -12,8 +12,10 @@ left alone. A build without .py files gives none, and is left alone too.
 import ast
 import hashlib
 import inspect
+import linecache
 import textwrap
-from typing import Callable, List
+from types import CodeType
+from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 
 def of_source(source: str) -> str:
@@ -22,9 +24,78 @@ def of_source(source: str) -> str:
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
 
 
-def of_function(function: Callable) -> str:
+def of_function(function: Callable, known: Collection[str] = ()) -> str:
     """The fingerprint of a live function; OSError if its source is missing."""
-    return of_source(inspect.getsource(inspect.unwrap(function)))
+    return source_of(function, known)[0]
+
+
+# Code object -> (fingerprint, source): a patch checks the function it
+# replaces more than once (before rewriting it, and before installing).
+_seen: Dict[CodeType, Tuple[str, str]] = {}
+
+
+def source_of(function: Callable, known: Collection[str] = ()) -> Tuple[str, str]:
+    """The fingerprint and source text of a live function.
+
+    inspect.getsource tokenizes the function to find where it ends, which
+    for a backport whose target `import torch` loads (torch.library, say)
+    is paid inside every `import torch`. So the block is first cut by
+    indentation alone; where that block's fingerprint is one of `known`
+    (the releases verified, or fixed), it is the function's. Otherwise, or
+    where the cut is wrong (a string whose lines start at column 0), the
+    exact inspect.getsource decides.
+    """
+    function = inspect.unwrap(function)
+    code = getattr(function, "__code__", None)
+    if code in _seen:
+        return _seen[code]
+    found = None
+    block = _indented_block(code) if code is not None else None
+    if block is not None:
+        fingerprint = of_source(block)
+        if fingerprint in known:
+            found = (fingerprint, block)
+    if found is None:
+        source = inspect.getsource(function)
+        found = (of_source(source), source)
+    if code is not None:
+        _seen[code] = found
+    return found
+
+
+def _indented_block(code: CodeType) -> Optional[str]:
+    """The lines from the function's first (decorator or def) line, through
+    its def line, up to the last line of code (or of a comment indented as the body) before one
+    indented no deeper than that first line; lines that start with a
+    closing bracket, as a signature's last line does, do not end it."""
+    lines = linecache.getlines(code.co_filename)
+    first = code.co_firstlineno - 1
+    if not 0 <= first < len(lines):
+        return None
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    header = True  # until the def line: decorators, which may span lines
+    body = None  # the body's indentation, once seen
+    last = first
+    for number in range(first, len(lines)):
+        text = lines[number].strip()
+        if not text:
+            continue
+        depth = len(lines[number]) - len(lines[number].lstrip())
+        if header:
+            header = not text.startswith(("def ", "async def "))
+            last = number
+            continue
+        if text.startswith("#"):
+            # as inspect: a comment belongs to the block if indented as its body
+            if body is not None and depth >= body:
+                last = number
+            continue
+        if depth <= indent and text[0] not in ")]}":
+            break
+        if body is None and depth > indent and lines[last].rstrip().endswith(":"):
+            body = depth
+        last = number
+    return "".join(lines[first:last + 1])
 
 
 def of_file(text: str, qualname: str) -> str:

@@ -24,12 +24,13 @@ _MARK = "_torch_backports_replacement"
 _WRAPPER_MARK = "_self_torch_backports_wrapper"
 
 
-def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> None:
-    """Raise unless `function`'s source is one of the `verified` fingerprints."""
+def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> str:
+    """Raise unless `function`'s source is one of the `verified`
+    fingerprints; return that source."""
     if getattr(function, _MARK, False) or getattr(function, _WRAPPER_MARK, False):
         raise RuntimeError("%s is already patched by torch-backports" % where)
     try:
-        found = _fingerprint.of_function(function)
+        found, source = _fingerprint.source_of(function, {**verified, **fixed})
     except (OSError, TypeError) as exc:
         raise Unrecognised("%s: its source cannot be read (%s)" % (where, exc)) from None
     if found in fixed:
@@ -38,6 +39,7 @@ def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerp
     if found not in verified:
         raise Unrecognised("%s has fingerprint %s, which matches no verified release (%s)"
                            % (where, found, ", ".join(sorted(set(verified.values())))))
+    return source
 
 
 def _current(owner: Any, name: str) -> "tuple[Any, str]":
@@ -99,18 +101,16 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
     in the source of the very function installed, after its fingerprint has
     shown it is the code the edits were written against. Each `old` must
     occur exactly once, in the dedented source: a method's `def` at column
-    0 and its body at 4 spaces, whatever its indentation in the file. The copy has the original's globals, defaults,
-    name and line numbers (tracebacks point into torch's file), and its
-    `__class__` cell where the original uses zero-argument super().
+    0 and its body at 4 spaces, whatever its indentation in the file. The
+    copy has the original's globals, defaults, name and line numbers
+    (tracebacks point into torch's file), and its `__class__` cell where the
+    original uses zero-argument super().
     """
     import __future__
-    import ast
-    import inspect
     import textwrap
 
     where = getattr(function, "__qualname__", repr(function))
-    check(function, where, verified, fixed)
-    source = textwrap.dedent(inspect.getsource(function))
+    source = textwrap.dedent(check(function, where, verified, fixed))
     for old, new in edits:
         if source.count(old) != 1:
             raise Unrecognised("%s: %r occurs %d times, not once" % (where, old, source.count(old)))
@@ -118,23 +118,30 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
     code = function.__code__
     if code.co_freevars not in ((), ("__class__",)):
         raise Unrecognised("%s is a closure over %s" % (where, ", ".join(code.co_freevars)))
-    # Compiled inside a factory taking __class__, so that zero-argument
-    # super() in a method finds its class exactly as in the original.
-    tree = ast.parse("def _factory(__class__):\n" + textwrap.indent(source, "    ")
-                     + "\n    return %s\n" % function.__name__)
-    ast.increment_lineno(tree, code.co_firstlineno - 2)
     flags = 0
     for feature in __future__.all_feature_names:
         flag = getattr(__future__, feature).compiler_flag
         if code.co_flags & flag:
             flags |= flag
     namespace: dict = {}
-    exec(compile(tree, code.co_filename, "exec", flags=flags, dont_inherit=True),
-         function.__globals__, namespace)
-    cell_class = None
-    if code.co_freevars:
-        cell_class = function.__closure__[0].cell_contents
-    new = namespace["_factory"](cell_class)
+    if not code.co_freevars:
+        # Compiled as it stands, after blank lines that put it on its own
+        # line numbers: cheaper than through ast, which counts where the
+        # target is imported by `import torch` itself.
+        exec(compile("\n" * (code.co_firstlineno - 1) + source, code.co_filename, "exec",
+                     flags=flags, dont_inherit=True), function.__globals__, namespace)
+        new = namespace[function.__name__]
+    else:
+        # Compiled inside a factory taking __class__, so that zero-argument
+        # super() in a method finds its class exactly as in the original.
+        import ast
+
+        tree = ast.parse("def _factory(__class__):\n" + textwrap.indent(source, "    ")
+                         + "\n    return %s\n" % function.__name__)
+        ast.increment_lineno(tree, code.co_firstlineno - 2)
+        exec(compile(tree, code.co_filename, "exec", flags=flags, dont_inherit=True),
+             function.__globals__, namespace)
+        new = namespace["_factory"](function.__closure__[0].cell_contents)
     new.__qualname__ = function.__qualname__
     new.__module__ = function.__module__
     new.__defaults__ = function.__defaults__

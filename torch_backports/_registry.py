@@ -27,6 +27,8 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("aot-autograd-cache-dtensor-key", "torch._functorch._aot_autograd.autograd_cache"),
     ("inductor-mul-zero-nan", "torch._inductor.fx_passes.joint_graph"),
     ("inductor-lazy-fallback-log", "torch._inductor.graph"),
+    ("library-define-qualified-name", "torch.library"),
+    ("custom-op-autograd-tensorlist-defaults", "torch._library.autograd"),
 )
 
 

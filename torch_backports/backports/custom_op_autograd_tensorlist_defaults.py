@@ -1,0 +1,252 @@
+"""A torch.library.custom_op with a list[Tensor] argument can be
+differentiated when the caller leaves out a defaulted argument; a backward
+formula that returns the wrong number of gradients is told so in its own
+terms.
+
+Upstream:
+  https://github.com/pytorch/pytorch/pull/185132   the fix (first in 2.14.0)
+  https://github.com/pytorch/pytorch/pull/186226   the gradient-count error (2.14.0)
+  https://github.com/pytorch/pytorch/issues/137219 the off-by-one count message
+
+torch._library.autograd.make_autograd_impl builds the autograd kernel of a
+custom op (custom_op(...).register_autograd, torch.library.register_autograd)
+as a generated autograd.Function, wrapped by supports_tensorlist when the op
+has a TensorList-like argument or return. The dispatcher drops trailing
+arguments equal to their defaults, so the Function sees fewer inputs than the
+schema has, while setup_context gets the default-filled inputs and the
+documented backward returns one gradient per schema input. supports_tensorlist
+compares the returned structure with the (shorter) inputs it recorded, and
+.backward() raises, in eager mode and under torch.compile alike:
+
+  RuntimeError: Expected the return from backward to be of the same structure
+  as the inputs. Got: ... (return from backward), ... (inputs)
+
+A formula returning the wrong number of gradients got autograd's message
+counting the hidden metadata input ("function GeneratedBackwardFor_...
+returned an incorrect number of gradients (expected 3, got 2)", issue
+137219); 2.14 checks the count first: "The backward formula for ns.op.default
+returned an incorrect number of gradients (expected 1 or 2, got 3). ...", and
+rejects a non-None gradient for a defaulted input that was not passed
+("... returned a non-None gradient for an input that was not passed to the
+operator. ...").
+
+make_autograd_impl, read from each release's torch/_library/autograd.py:
+
+  release          make_autograd_impl   lines
+  2.7.0            9fa9c90a18e476f1     94   (requires_grad test by tree_any_only)
+  2.8.0 - 2.12.1   96b6a16dea95d289     92
+  2.13.0           53202c3c6607be8a     103  (raises for out= ops needing grad)
+  2.14.1 - 2.15.0  2c2e7fa99a042b12     127  fixed
+
+The releases differ only in autograd_impl, the kernel's last part; the text
+the fix changes (the top, backward, and the supports_tensorlist decision) is
+the same in all of them, so one set of edits applies to every claimed
+release. supports_tensorlist itself is unchanged by 2.14 (38db91f8f7d73a33 in
+2.13.0 - 2.15.0).
+
+The patch recompiles the installed make_autograd_impl from its own source
+with 2.14's edits and sets it as the module attribute, which custom_ops.py
+and torch.library look up at each registration:
+  - the schema's positional-argument count and TensorList-likeness are
+    computed once, up front;
+  - backward checks the number of gradients (one per forward input, or one
+    per positional schema argument), requires None for the inputs the
+    dispatcher dropped, and, for TensorList ops, trims those slots so the
+    structure matches the inputs supports_tensorlist recorded.
+
+Not carried: 2.14 also renames forward_no_grad to redispatch_no_grad, which
+takes (keyset, args, kwargs) instead of packing them into a Metadata, and
+computes utils.is_out(op) once instead of per call on 2.13 (2.7 - 2.12 have
+no out= test). Those change no behaviour, and the out= part does not exist
+on most claimed releases.
+
+Cost: torch._library.autograd is imported by `import torch`, which calls make_autograd_impl many times
+itself, so the patch is made inside every `import torch`. It is made by
+_patching.rewritten, which cuts the function's source by indentation
+rather than tokenizing it, and compiles the edited text without ast
+(measured with the rest in the README's Performance figures).
+"""
+
+from types import ModuleType
+
+from .. import _patching
+from .._backport import Backport, Release, Revert
+
+NAME = "custom-op-autograd-tensorlist-defaults"
+
+VERIFIED = {
+    "9fa9c90a18e476f1": "2.7.0",
+    "96b6a16dea95d289": "2.8.0 - 2.12.1",
+    "53202c3c6607be8a": "2.13.0",
+}
+FIXED = {"2c2e7fa99a042b12": "2.14.1 - 2.15.0"}
+
+# pytorch/pytorch#185132 and #186226, as in 2.14's make_autograd_impl.
+EDITS = [
+    (
+        "    has_kwarg_only_args = utils.has_kwarg_only_args(op._schema)\n",
+        "    schema = op._schema\n"
+        "    has_kwarg_only_args = utils.has_kwarg_only_args(op._schema)\n"
+        "    num_positional_args = sum(not a.kwarg_only for a in schema.arguments)\n"
+        "    has_tensorlist_like_args = any(\n"
+        "        utils.is_tensorlist_like_type(a.type)\n"
+        "        for a in (*schema.arguments, *schema.returns)\n"
+        "    )\n",
+    ),
+    (
+        "                ctx.needs_input_grad = ctx.needs_input_grad[:-1]\n"
+        "                result = info._backward_fn(ctx, *grads)\n"
+        "            finally:\n"
+        "                ctx.needs_input_grad = prev_needs_input_grad\n"
+        "            if isinstance(result, tuple):\n"
+        "                return (*result, None)\n",
+        "                ctx.needs_input_grad = prev_needs_input_grad[:-1]\n"
+        "                result = info._backward_fn(ctx, *grads)\n"
+        "            finally:\n"
+        "                ctx.needs_input_grad = prev_needs_input_grad\n"
+        "            num_actual_inputs = len(prev_needs_input_grad) - 1\n"
+        "            valid_return_counts = {num_actual_inputs, num_positional_args}\n"
+        "            actual = len(result) if isinstance(result, tuple) else 1\n"
+        "            if actual not in valid_return_counts:\n"
+        "                expected = (\n"
+        "                    str(num_actual_inputs)\n"
+        "                    if num_actual_inputs == num_positional_args\n"
+        "                    else f\"{num_actual_inputs} or {num_positional_args}\"\n"
+        "                )\n"
+        "                raise RuntimeError(\n"
+        "                    f\"The backward formula for {op} returned an incorrect \"\n"
+        "                    f\"number of gradients (expected {expected}, got {actual}). \"\n"
+        "                    f\"Expected one gradient for each forward input, or for \"\n"
+        "                    f\"each positional input to the operator. Use None for \"\n"
+        "                    f\"inputs that do not require a gradient.\"\n"
+        "                )\n"
+        "            if isinstance(result, tuple):\n"
+        "                extra_grads = result[num_actual_inputs:]\n"
+        "                if any(grad is not None for grad in extra_grads):\n"
+        "                    raise RuntimeError(\n"
+        "                        f\"The backward formula for {op} returned a non-None \"\n"
+        "                        f\"gradient for an input that was not passed to the \"\n"
+        "                        f\"operator. Defaulted inputs that were not passed \"\n"
+        "                        f\"through autograd must return None.\"\n"
+        "                    )\n"
+        "                if has_tensorlist_like_args:\n"
+        "                    result = result[:num_actual_inputs]\n"
+        "                return (*result, None)\n",
+    ),
+    (
+        "    schema = op._schema\n"
+        "    if any(\n"
+        "        utils.is_tensorlist_like_type(a.type)\n"
+        "        for a in (*schema.arguments, *schema.returns)\n"
+        "    ):\n"
+        "        Generated = supports_tensorlist(Generated)\n",
+        "    if has_tensorlist_like_args:\n"
+        "        Generated = supports_tensorlist(Generated)\n",
+    ),
+]
+
+
+def apply(autograd: ModuleType, release: Release) -> Revert:
+    """Replace autograd.make_autograd_impl by the one with 2.14's backward;
+    return the undo."""
+    function = vars(autograd).get("make_autograd_impl")
+    if function is None:
+        raise _patching.Unrecognised("%s has no make_autograd_impl" % autograd.__name__)
+    fixed = _patching.rewritten(function, EDITS, VERIFIED, FIXED)
+    return _patching.replace_attribute(autograd, "make_autograd_impl", fixed, VERIFIED, FIXED)
+
+
+REPRODUCER = r'''
+import torch
+
+# A TensorList op whose trailing float keeps its default at the call site:
+# the dispatcher drops it, setup_context sees it filled in.
+@torch.library.custom_op("bp_tl::scaled_sum", mutates_args=())
+def scaled_sum(xs: list[torch.Tensor], alpha: float = 2.0) -> torch.Tensor:
+    return sum(x * alpha for x in xs)
+
+@scaled_sum.register_fake
+def _(xs, alpha=2.0):
+    return torch.empty_like(xs[0])
+
+def setup_context(ctx, inputs, output):
+    xs, alpha = inputs
+    ctx.alpha = alpha
+    ctx.n = len(xs)
+
+def backward(ctx, grad):
+    return [grad * ctx.alpha] * ctx.n, None  # one per schema input
+
+scaled_sum.register_autograd(backward, setup_context=setup_context)
+
+def check(fn):
+    xs = [torch.randn(3, requires_grad=True) for _ in range(2)]
+    fn(xs).sum().backward()
+    for x in xs:
+        torch.testing.assert_close(x.grad, torch.full((3,), 2.0))
+
+check(lambda xs: scaled_sum(xs))  # eager; stock: "Expected the return from
+# backward to be of the same structure as the inputs"
+check(lambda xs: scaled_sum(xs, 2.0))  # passed explicitly (dropped as well)
+check(torch.compile(lambda xs: scaled_sum(xs), backend="aot_eager", fullgraph=True))
+
+# A non-None gradient for the dropped default is an error, not ignored.
+@torch.library.custom_op("bp_tl::bad_extra", mutates_args=())
+def bad_extra(xs: list[torch.Tensor], alpha: float = 2.0) -> torch.Tensor:
+    return sum(x * alpha for x in xs)
+
+bad_extra.register_autograd(lambda ctx, g: ([g, g], torch.zeros(())),
+                            setup_context=lambda ctx, inputs, output: None)
+try:
+    bad_extra([torch.randn(3, requires_grad=True) for _ in range(2)]).sum().backward()
+except RuntimeError as e:
+    assert "returned a non-None gradient for an input that was not passed" in str(e), e
+else:
+    raise AssertionError("a gradient for a dropped default was accepted")
+
+# The wrong number of gradients is counted without the hidden metadata input
+# (pytorch#137219): one Tensor input, the formula returns two.
+@torch.library.custom_op("bp_tl::sin", mutates_args=())
+def sin(x: torch.Tensor) -> torch.Tensor:
+    return x.sin()
+
+sin.register_autograd(lambda ctx, g: (g, g), setup_context=lambda ctx, inputs, output: None)
+try:
+    sin(torch.randn(3, requires_grad=True)).sum().backward()
+except RuntimeError as e:
+    assert ("The backward formula for bp_tl.sin.default returned an incorrect number "
+            "of gradients (expected 1, got 2)") in str(e), e
+else:
+    raise AssertionError("two gradients for one input were accepted")
+
+# A non-TensorList op with a dropped default still accepts one gradient per
+# schema input, and one per passed input.
+@torch.library.custom_op("bp_tl::mul", mutates_args=())
+def mul(x: torch.Tensor, alpha: float = 3.0) -> torch.Tensor:
+    return x * alpha
+
+def mul_setup(ctx, inputs, output):
+    ctx.alpha = inputs[1]
+
+mul.register_autograd(lambda ctx, g: (g * ctx.alpha, None), setup_context=mul_setup)
+x = torch.randn(3, requires_grad=True)
+mul(x).sum().backward()
+torch.testing.assert_close(x.grad, torch.full((3,), 3.0))
+'''
+
+BACKPORT = Backport(
+    name=NAME,
+    summary="custom ops with a list[Tensor] argument backpropagate when a defaulted "
+    "argument is left out, instead of raising \"Expected the return from backward to be "
+    "of the same structure as the inputs\"; a wrong gradient count is reported as such",
+    upstream=(
+        "https://github.com/pytorch/pytorch/pull/185132",
+        "https://github.com/pytorch/pytorch/pull/186226",
+        "https://github.com/pytorch/pytorch/issues/137219",
+    ),
+    first_affected=(2, 7, 0),
+    first_fixed=(2, 14, 0),
+    apply=apply,
+    reproducer=REPRODUCER,
+    symptom="Expected the return from backward to be of the same structure as the inputs",
+)
