@@ -206,3 +206,31 @@ def test_a_replacement_is_never_replaced_again(module):
     with pytest.raises(RuntimeError, match="already patched"):
         _patching.replace_attribute(module.Kernel, "describe", lambda self, x: x, verified, {})
     assert vars(module.Kernel)["describe"] is new
+
+
+def test_rewritten_on_first_call_checks_now_and_compiles_at_the_first_call(module):
+    kernel = module.Kernel
+    original = vars(kernel)["describe"]
+    fingerprint = _fingerprint.of_function(original)
+    edits = [('    return text + " (scalar)"\n', '    return text + " (fixed)"\n')]
+    revert = _patching.rewritten_on_first_call(kernel, "describe", edits, {fingerprint: "t"}, {})
+    stand_in = vars(kernel)["describe"]
+    assert stand_in is not original and stand_in.__wrapped__ is original
+    assert kernel().describe(1) == "base 1 (fixed)"  # super() still finds Base
+    compiled = vars(kernel)["describe"]
+    assert compiled is not stand_in and kernel().describe(2) == "base 2 (fixed)"
+    revert()
+    assert vars(kernel)["describe"] is original
+    with pytest.raises(_patching.Unrecognised):  # checked before anything changes
+        _patching.rewritten_on_first_call(kernel, "describe", edits, {"0" * 16: "t"}, {})
+    assert vars(kernel)["describe"] is original
+
+
+def test_rewritten_on_first_call_reverts_before_the_first_call(module):
+    original = vars(module)["helper"]
+    fingerprint = _fingerprint.of_function(original)
+    revert = _patching.rewritten_on_first_call(
+        module, "helper", [("    return a + b\n", "    return a * b\n")], {fingerprint: "t"}, {})
+    assert module.helper is not original
+    revert()
+    assert module.helper is original and module.helper(3) == 5

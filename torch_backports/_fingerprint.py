@@ -68,7 +68,12 @@ def _indented_block(code: CodeType) -> Optional[str]:
     its def line, up to the last line of code (or of a comment indented as the body) before one
     indented no deeper than that first line; lines that start with a
     closing bracket, as a signature's last line does, do not end it."""
+    # Read through linecache, as inspect does, but not left there: a torch
+    # module's lines kept in every process that imports torch cost memory.
+    cached = code.co_filename in linecache.cache
     lines = linecache.getlines(code.co_filename)
+    if not cached:
+        linecache.cache.pop(code.co_filename, None)
     first = code.co_firstlineno - 1
     if not 0 <= first < len(lines):
         return None

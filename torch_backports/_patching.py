@@ -151,6 +151,61 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
     return new
 
 
+def rewritten_on_first_call(owner: Any, name: str, edits: "list[tuple[str, str]]",
+                            verified: Fingerprints, fixed: Fingerprints) -> Revert:
+    """Check `owner.name` now, but make rewritten()'s copy of it only when it
+    is first called; return the undo.
+
+    For a function that `import torch` itself loads but does not call, and
+    whose rewrite is dear: a method with zero-argument super() is compiled
+    through ast (11 M instructions for proxy_tensor's 68-line
+    _ModuleStackTracer.trace, callgrind, 2026-12-04), which every process
+    would pay at `import torch`. Until the first call a small marked
+    function stands in its place; that call compiles the copy, puts it in
+    the stand-in's place and runs it. Should the rewrite fail then (the
+    file changed under a running process), the original is put back and
+    runs, and the reason is logged at debug level.
+    """
+    original, where = _current(owner, name)
+    check(original, where, verified, fixed)
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        try:
+            new = rewritten(original, edits, verified, fixed)
+            setattr(new, _MARK, True)
+        except Exception as exc:
+            import logging
+
+            logging.getLogger("torch_backports").debug(
+                "%s left as shipped: %s: %s", where, type(exc).__name__, exc)
+            new = original
+        if vars(owner).get(name) is stand_in:  # two threads may race here: same result
+            setattr(owner, name, new)
+        return new(*args, **kwargs)  # a method's self is args[0], as for any function
+
+    for attribute in ("__module__", "__qualname__", "__doc__", "__name__"):
+        setattr(stand_in, attribute, getattr(original, attribute))
+    stand_in.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(stand_in, _MARK, True)
+    setattr(owner, name, stand_in)
+
+    def revert() -> None:
+        current = vars(owner).get(name)
+        if current is stand_in or _made_from(current, original):
+            setattr(owner, name, original)
+
+    return revert
+
+
+def _made_from(function: Any, original: Callable) -> bool:
+    """Whether `function` is rewritten()'s copy of `original`: marked, and
+    compiled from the same file and line."""
+    code = getattr(function, "__code__", None)
+    return (getattr(function, _MARK, False) and code is not None
+            and code.co_filename == original.__code__.co_filename
+            and code.co_firstlineno == original.__code__.co_firstlineno)
+
+
 _MISSING = object()
 
 

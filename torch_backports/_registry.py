@@ -29,6 +29,8 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("inductor-lazy-fallback-log", "torch._inductor.graph"),
     ("library-define-qualified-name", "torch.library"),
     ("custom-op-autograd-tensorlist-defaults", "torch._library.autograd"),
+    ("export-proxy-map-retains-graph", "torch.fx.experimental.proxy_tensor"),
+    ("aot-autograd-cache-autocast", "torch._functorch._aot_autograd.autograd_cache"),
 )
 
 
