@@ -25,10 +25,12 @@ BACKPORTS: Tuple[Tuple[str, str], ...] = (
     ("einops-allow-in-graph", "torch._dynamo.decorators"),
     ("auto-functionalized-cacheable", "torch._higher_order_ops.auto_functionalize"),
     ("aot-autograd-cache-dtensor-key", "torch._functorch._aot_autograd.autograd_cache"),
+    ("library-define-qualified-name", "torch.library"),
     ("inductor-mul-zero-nan", "torch._inductor.fx_passes.joint_graph"),
     ("inductor-lazy-fallback-log", "torch._inductor.graph"),
-    ("library-define-qualified-name", "torch.library"),
     ("custom-op-autograd-tensorlist-defaults", "torch._library.autograd"),
+    ("fsdp-to-cpu-already-on-cpu", "torch.distributed.fsdp._flat_param"),
+    ("dataloader-worker-releases-dataset", "torch.utils.data.dataloader"),
     ("export-proxy-map-retains-graph", "torch.fx.experimental.proxy_tensor"),
     ("aot-autograd-cache-autocast", "torch._functorch._aot_autograd.autograd_cache"),
 )

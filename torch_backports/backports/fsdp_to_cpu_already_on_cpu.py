@@ -1,0 +1,182 @@
+"""FSDP's summon_full_params(offload_to_cpu=True) and full state dicts with
+offload_to_cpu=True work when the flat parameter is on the CPU already.
+
+Upstream:
+  https://github.com/pytorch/pytorch/pull/188990   the fix (first in 2.14.0)
+  https://github.com/pytorch/pytorch/issues/188989 the report (2.9.1)
+
+FSDP1 (FullyShardedDataParallel) unshards a sharded flat parameter for
+`summon_full_params(..., offload_to_cpu=True)`, and for a FULL_STATE_DICT
+whose FullStateDictConfig has offload_to_cpu=True (Lightning saves its FSDP
+checkpoints that way), and then enters FlatParamHandle.to_cpu(), which copies
+the unsharded flat parameter to the CPU and frees the unsharded storage on
+the compute device. When that device is the CPU (gloo, device_id=cpu), or
+the flat parameter already lives there, the "copy" is the tensor itself, so
+freeing the unsharded storage frees the very storage that the flat parameter
+and its views now alias, and the next view of it raises
+
+  RuntimeError: setStorage: sizes [60], strides [1], storage offset 0, and
+  itemsize 4 requiring a storage size of 240 are out of bounds for storage
+  of size 0
+
+A world of one is clamped to NO_SHARD, which never calls to_cpu(), so it
+takes two ranks or more.
+
+FlatParamHandle.to_cpu (a contextlib.contextmanager), read from each
+release's torch/distributed/fsdp/_flat_param.py:
+
+  release          FlatParamHandle.to_cpu
+  2.7.0 - 2.13.0   c6719aeeeae583d3   (2.7.0, 2.8.0, 2.9.1, 2.10.0, 2.11.0,
+                                       2.12.0, 2.12.1, 2.13.0 alike)
+  2.14.1 - 2.15.0  743f046bc4036d44   fixed
+
+PR #188990 makes to_cpu() a no-op context when the flat parameter's device
+type is "cpu" (`contextlib.nullcontext()`), after the same precondition
+checks, and moves the old body into a new context manager
+FlatParamHandle._offload_to_cpu, whose restore step becomes a new method
+_restore_unsharded_flat_param_from_cpu. The patch recompiles the installed
+to_cpu from its own source with the same condition as an early return
+before the move to the CPU (`yield; return`, which behaves as the
+nullcontext does: nothing moved, freed or restored) and sets it on the class.
+
+Not carried: the two new methods. They only hold the code that to_cpu()
+already runs in place (nothing in 2.14 or 2.15 calls them from anywhere
+else), so adding them would change no behaviour.
+"""
+
+from types import ModuleType
+
+from .. import _patching
+from .._backport import Backport, Release, Revert
+
+NAME = "fsdp-to-cpu-already-on-cpu"
+
+VERIFIED = {"c6719aeeeae583d3": "2.7.0 - 2.13.0"}
+FIXED = {"743f046bc4036d44": "2.14.1 - 2.15.0"}
+
+# pytorch/pytorch#188990, in the dedented source of FlatParamHandle.to_cpu.
+EDITS = [
+    (
+        "    )\n"
+        '    self.flat_param_to(torch.device("cpu"))\n'
+        "    self._free_unsharded_flat_param()\n",
+        "    )\n"
+        '    if self.flat_param.device.type == "cpu":\n'
+        "        yield\n"
+        "        return\n"
+        '    self.flat_param_to(torch.device("cpu"))\n'
+        "    self._free_unsharded_flat_param()\n",
+    ),
+]
+
+
+def apply(flat_param: ModuleType, release: Release) -> Revert:
+    """Replace _flat_param.FlatParamHandle.to_cpu by one that leaves a flat
+    parameter on the CPU where it is; return the undo."""
+    owner = flat_param.FlatParamHandle
+    old = vars(owner).get("to_cpu")
+    # The generator function under @contextlib.contextmanager: its source
+    # holds the decorator, so the rewritten copy comes back decorated.
+    generator = getattr(old, "__wrapped__", None)
+    if generator is None:
+        raise _patching.Unrecognised("FlatParamHandle.to_cpu is not a contextmanager")
+    if getattr(old, _patching._MARK, False):
+        raise RuntimeError("FlatParamHandle.to_cpu is already patched by torch-backports")
+    fixed = _patching.rewritten(generator, EDITS, VERIFIED, FIXED)
+    return _patching.replace_attribute(owner, "to_cpu", fixed, VERIFIED, FIXED)
+
+
+# Two gloo ranks on the CPU: this program is rank 0, a second interpreter
+# rank 1. Each takes its FSDP model through summon_full_params(offload_to_cpu=
+# True) and a rank-0-only full state dict offloaded to the CPU, checks the
+# values against the unwrapped model, and that FSDP's own parameters still
+# compute the same afterwards. CPUOffload(offload_params=True) pins memory,
+# which needs an accelerator, so the CPU-only reproducer cannot use it; the
+# flat parameter is on the CPU in both cases, the condition the fix tests.
+REPRODUCER = r'''
+import os, socket, subprocess, sys
+import torch
+import torch.distributed as dist
+
+if not dist.is_available() or not dist.is_gloo_available():
+    print("skipped: needs torch.distributed with gloo")
+    sys.exit(77)
+
+RANK = r"""
+import copy, os
+from datetime import timedelta
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import (
+    FullStateDictConfig, FullyShardedDataParallel as FSDP, StateDictType)
+
+rank = int(os.environ["RANK"])
+dist.init_process_group("gloo", rank=rank, world_size=2, timeout=timedelta(seconds=60))
+try:
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(6, 10), nn.ReLU(), nn.Linear(10, 3))
+    x = torch.randn(4, 6)
+    # Twice: the first summon also runs FSDP's lazy init.
+    model = FSDP(copy.deepcopy(ref), device_id=torch.device("cpu"))
+    for _ in range(2):
+        with FSDP.summon_full_params(model, offload_to_cpu=True):
+            full = [p.detach().clone() for p in model.parameters()]
+        assert len(full) == len(list(ref.parameters()))
+        for got, want in zip(full, ref.parameters()):
+            torch.testing.assert_close(got, want.detach())
+        with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT,
+                                  FullStateDictConfig(offload_to_cpu=True, rank0_only=True)):
+            state = model.state_dict()
+        if rank == 0:
+            want = ref.state_dict()
+            assert sorted(state) == sorted(want), (sorted(state), sorted(want))
+            for key, value in want.items():
+                assert state[key].device.type == "cpu"
+                torch.testing.assert_close(state[key], value)
+        else:
+            assert not state, sorted(state)
+        torch.testing.assert_close(model(x), ref(x))
+finally:
+    dist.destroy_process_group()
+"""
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2")
+other = subprocess.Popen([sys.executable, "-c", RANK], env=dict(env, RANK="1"),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+try:
+    os.environ.update(env, RANK="0")
+    exec(compile(RANK, "<rank 0>", "exec"), {"__name__": "__rank0__"})
+except BaseException:
+    other.kill()
+    raise
+finally:
+    try:
+        said = other.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        other.kill()
+        said = other.communicate()[0]
+if other.returncode != 0:
+    sys.stderr.write("rank 1 failed:\n" + said)
+    sys.exit(1)
+'''
+
+BACKPORT = Backport(
+    name=NAME,
+    summary="FSDP summon_full_params(offload_to_cpu=True) and FULL_STATE_DICT with "
+    "offload_to_cpu=True work on a flat parameter already on the CPU, instead of "
+    "freeing its storage (RuntimeError: setStorage: ... out of bounds for storage of size 0)",
+    upstream=(
+        "https://github.com/pytorch/pytorch/pull/188990",
+        "https://github.com/pytorch/pytorch/issues/188989",
+    ),
+    first_affected=(2, 7, 0),
+    first_fixed=(2, 14, 0),
+    apply=apply,
+    reproducer=REPRODUCER,
+    symptom="out of bounds for storage of size 0",
+)
