@@ -234,3 +234,17 @@ def test_rewritten_on_first_call_reverts_before_the_first_call(module):
     assert module.helper is not original
     revert()
     assert module.helper is original and module.helper(3) == 5
+
+
+def test_rewritten_on_first_call_with_when_sends_only_those_calls_to_the_copy(module):
+    original = vars(module)["helper"]
+    fingerprint = _fingerprint.of_function(original)
+    revert = _patching.rewritten_on_first_call(
+        module, "helper", [("    return a + b\n", "    return a * b\n")], {fingerprint: "t"}, {},
+        when=lambda a, b=2: a < 0)
+    stand_in = module.helper
+    assert module.helper(3) == 5  # the original's answer: not a call the fix concerns
+    assert module.helper(-3) == -6  # the copy's
+    assert module.helper is stand_in and module.helper(4) == 6
+    revert()
+    assert module.helper is original

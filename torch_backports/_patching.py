@@ -152,9 +152,16 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
 
 
 def rewritten_on_first_call(owner: Any, name: str, edits: "list[tuple[str, str]]",
-                            verified: Fingerprints, fixed: Fingerprints) -> Revert:
+                            verified: Fingerprints, fixed: Fingerprints,
+                            when: "Callable[..., bool] | None" = None) -> Revert:
     """Check `owner.name` now, but make rewritten()'s copy of it only when it
     is first called; return the undo.
+
+    With `when`, a predicate of the call's arguments that is true exactly
+    for the calls where the copy behaves differently from the original, the
+    stand-in stays and sends only those calls to the copy (compiled at the
+    first of them), the others to the original: for a function that
+    `import torch` itself calls, with arguments the fix does not concern.
 
     For a function that `import torch` itself loads but does not call, and
     whose rewrite is dear: a method with zero-argument super() is compiled
@@ -169,19 +176,30 @@ def rewritten_on_first_call(owner: Any, name: str, edits: "list[tuple[str, str]]
     original, where = _current(owner, name)
     check(original, where, verified, fixed)
 
-    def stand_in(*args: Any, **kwargs: Any) -> Any:
-        try:
-            new = rewritten(original, edits, verified, fixed)
-            setattr(new, _MARK, True)
-        except Exception as exc:
-            import logging
+    made: "list[Callable]" = []  # the copy, once compiled
 
-            logging.getLogger("torch_backports").debug(
-                "%s left as shipped: %s: %s", where, type(exc).__name__, exc)
-            new = original
-        if vars(owner).get(name) is stand_in:  # two threads may race here: same result
+    def copy() -> Callable:
+        if not made:  # two threads may race here: same result
+            try:
+                new = rewritten(original, edits, verified, fixed)
+                setattr(new, _MARK, True)
+            except Exception as exc:
+                import logging
+
+                logging.getLogger("torch_backports").debug(
+                    "%s left as shipped: %s: %s", where, type(exc).__name__, exc)
+                new = original
+            made.append(new)
+        return made[0]
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        if when is not None:
+            # a method's self is args[0], as for any function
+            return (copy() if when(*args, **kwargs) else original)(*args, **kwargs)
+        new = copy()
+        if vars(owner).get(name) is stand_in:
             setattr(owner, name, new)
-        return new(*args, **kwargs)  # a method's self is args[0], as for any function
+        return new(*args, **kwargs)
 
     for attribute in ("__module__", "__qualname__", "__doc__", "__name__"):
         setattr(stand_in, attribute, getattr(original, attribute))
