@@ -12,7 +12,6 @@ left alone. A build without .py files gives none, and is left alone too.
 import ast
 import hashlib
 import inspect
-import linecache
 import textwrap
 from types import CodeType
 from typing import Callable, Collection, Dict, List, Optional, Tuple
@@ -20,8 +19,31 @@ from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 def of_source(source: str) -> str:
     """The fingerprint of one function's source text, as inspect gives it."""
-    lines = [line.rstrip() for line in textwrap.dedent(source).splitlines()]
+    lines = [line.rstrip() for line in dedent(source).splitlines()]
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
+
+
+def dedent(text: str) -> str:
+    """textwrap.dedent(text), without its regular expressions (2 M
+    instructions for two of torch's long functions, inside `import torch`)
+    where the answer is plain: the first line is indented with spaces only,
+    and every other line that holds more than spaces starts with that
+    indentation, as a function's block does. Then that indentation is the
+    common margin dedent removes, and dedent empties lines of spaces."""
+    first = text[:text.find("\n")] if "\n" in text else text
+    width = len(first) - len(first.lstrip(" "))
+    if "\t" in text or "\r" in text or not first.strip():
+        return textwrap.dedent(text)
+    margin = first[:width]
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        if not line.strip(" "):
+            lines[number] = ""
+        elif line.startswith(margin):
+            lines[number] = line[width:]
+        else:
+            return textwrap.dedent(text)
+    return "\n".join(lines)
 
 
 def of_function(function: Callable, known: Collection[str] = ()) -> str:
@@ -68,13 +90,17 @@ def _indented_block(code: CodeType) -> Optional[str]:
     its def line, up to the last line of code (or of a comment indented as the body) before one
     indented no deeper than that first line; lines that start with a
     closing bracket, as a signature's last line does, do not end it."""
-    # Read through linecache, as inspect does, but not left there: a torch
-    # module's lines kept in every process that imports torch cost memory.
-    cached = code.co_filename in linecache.cache
-    lines = linecache.getlines(code.co_filename)
-    if not cached:
-        linecache.cache.pop(code.co_filename, None)
+    # Read as bytes and split once at the function's first line, and only
+    # the rest decoded: reading a 3,000-line torch module into linecache's
+    # lines costs more than the rest of a check, and linecache would keep
+    # them in every process that imports torch.
     first = code.co_firstlineno - 1
+    try:
+        with open(code.co_filename, "rb") as file:
+            parts = file.read().split(b"\n", first)
+        lines = [""] * first + parts[first].decode("utf-8").splitlines(keepends=True)
+    except (OSError, IndexError, UnicodeDecodeError, TypeError):
+        return None
     if not 0 <= first < len(lines):
         return None
     indent = len(lines[first]) - len(lines[first].lstrip())

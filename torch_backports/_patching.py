@@ -110,7 +110,7 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
     import textwrap
 
     where = getattr(function, "__qualname__", repr(function))
-    source = textwrap.dedent(check(function, where, verified, fixed))
+    source = _fingerprint.dedent(check(function, where, verified, fixed))
     for old, new in edits:
         if source.count(old) != 1:
             raise Unrecognised("%s: %r occurs %d times, not once" % (where, old, source.count(old)))
