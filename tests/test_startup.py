@@ -192,7 +192,9 @@ print(json.dumps([torch_backports._startup_state, sorted(
     "import importlib.util; assert importlib.util.find_spec('torch') is not None",
     "import importlib.util; importlib.util.find_spec('torch'); importlib.util.find_spec('torch')",
     "import pkgutil; assert any(m.name == 'torch' for m in pkgutil.iter_modules())",
-    "import pkgutil; pkgutil.get_loader('torch')",
+    # deprecated from 3.12 on (a DeprecationWarning), still called by older code
+    "import warnings, pkgutil; warnings.simplefilter('ignore', DeprecationWarning); "
+    "pkgutil.get_loader('torch')",
     "import importlib.metadata as m; [d.metadata for d in m.distributions()]",
 ])
 def test_an_availability_probe_loads_nothing(probe):
