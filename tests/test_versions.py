@@ -94,3 +94,17 @@ def test_registry_names_are_unique_and_load_their_modules():
 def test_reproducers_never_import_torch_backports():
     for name in _registry.names():
         assert "torch_backports" not in _registry.load(name).reproducer, name
+
+
+@pytest.mark.parametrize("version", SPELLINGS + ["2.13.0", "2.13.0+cpu", "2.10.0+cu128", "2.10",
+                                                 "2.10.0+", "2.10.0+a..b", "2.10.0+ROCM6.3"])
+def test_the_plain_reading_agrees_with_the_expression(version):
+    """release builds are read without compiling the regular expression;
+    wherever that shortcut answers, the expression answers the same."""
+    from torch_backports import _versions
+
+    plain = _versions._plain_release(version)
+    match = _versions._version().fullmatch(version.strip())
+    if plain is not None:
+        assert match is not None
+        assert plain == tuple(int(g or 0) for g in match.groups())
