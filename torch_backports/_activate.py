@@ -35,21 +35,11 @@ def arm() -> None:
         if _armed:
             return
         _armed = True
-    try:  # first, so that the keys name a code-changing backport from its first compile
-        _hooks.register("torch._inductor.codecache", _install_cache_key)
-    except _CONTAINED:
-        pass  # then a code-changing backport refuses to apply, saying why
     for name, target in _registry.BACKPORTS:
         try:
             _hooks.register(target, _hook_for(name))
         except _CONTAINED as exc:
             _fail(name, "registering the import hook failed (%s: %s)" % (type(exc).__name__, exc))
-
-
-def _install_cache_key(codecache: ModuleType) -> None:
-    from . import _cache_key  # only in a process that reaches inductor
-
-    _cache_key.install(codecache)
 
 
 def _hook_for(name: str) -> Callable[[ModuleType], None]:

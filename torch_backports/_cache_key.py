@@ -24,8 +24,9 @@ from . import _patching, _records, _registry
 
 ATTRIBUTE = "torch_backports"
 
-# Why the wrapper could not be installed, once codecache was imported; None
-# while it is in place or not yet tried.
+# Why the wrapper could not be installed; None while it is in place or not
+# yet tried. It is tried when the first code-changing backport is applied,
+# so a process that needs none pays nothing here.
 error: Optional[str] = None
 _installed = False
 
@@ -38,8 +39,8 @@ def applied_names() -> Tuple[str, ...]:
 
 
 def install(codecache: ModuleType) -> None:
-    """The post-import hook of torch._inductor.codecache: wrap
-    FxGraphHashDetails.__init__, or record why not in `error`."""
+    """Wrap codecache.FxGraphHashDetails.__init__, or record why not in
+    `error`."""
     global error, _installed
     try:
         details = vars(codecache).get("FxGraphHashDetails")
@@ -61,14 +62,17 @@ def _name_backports(wrapped: Callable, instance: object, args: tuple, kwargs: di
 
 def ready() -> Optional[str]:
     """None when the keys will name a code-changing backport applied now;
-    otherwise why not. Imports codecache, whose hook installs the wrapper,
-    as inductor itself would before its first cache lookup."""
+    otherwise why not. Called as such a backport is applied, which is early
+    enough: a key made before it applies belongs to a graph compiled without
+    it. Imports codecache, as inductor itself would before its first cache
+    lookup, and wraps it the first time."""
     if not _installed and error is None:
         try:
-            import torch._inductor.codecache  # noqa: F401  (runs install() by its hook)
+            import torch._inductor.codecache as codecache
         except Exception as exc:
             return "importing torch._inductor.codecache failed: %s: %s" % (
                 type(exc).__name__, exc)
+        install(codecache)
     if _installed:
         return None
-    return error or "torch._inductor.codecache's import hook did not run"
+    return error
