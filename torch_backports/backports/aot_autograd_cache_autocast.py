@@ -214,7 +214,7 @@ def apply(autograd_cache: ModuleType, release: Release) -> Revert:
 # 2.14 ships #192555 but not #191110 or #191363 (2.15), so there the
 # dtype=None and inference_mode parts are left out.
 REPRODUCER = r'''
-import os, shutil, subprocess, sys, tempfile
+import os, subprocess, sys, tempfile
 CHILD = r"""
 import contextlib, logging, sys, torch
 from torch._dynamo.utils import counters
@@ -283,10 +283,14 @@ else:
         hit, why = run("inference_mode region again", infer)
         assert hit, "AOTAutograd cache not hit by a graph with torch.inference_mode: " + why
 """
-if not any(shutil.which(c) for c in (os.environ.get("CXX", "g++"), "g++", "c++", "clang++")):
-    print("skipped: inductor on CPU needs a C++ compiler")
-    sys.exit(77)
 import torch
+from torch._inductor import cpp_builder
+
+try:  # inductor's own lookup, which honours CXX, as the compile will
+    cpp_builder.get_cpp_compiler()
+except Exception as exc:
+    print("skipped: needs a C++ compiler for inductor's CPU backend (%s)" % exc)
+    sys.exit(77)
 full = "0" if torch.__version__.startswith("2.14.") else "1"
 with tempfile.TemporaryDirectory() as cache:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="1",
