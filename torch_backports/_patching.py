@@ -157,12 +157,6 @@ def rewritten_on_first_call(owner: Any, name: str, edits: "list[tuple[str, str]]
     """Check `owner.name` now, but make rewritten()'s copy of it only when it
     is first called; return the undo.
 
-    With `when`, a predicate of the call's arguments that is true exactly
-    for the calls where the copy behaves differently from the original, the
-    stand-in stays and sends only those calls to the copy (compiled at the
-    first of them), the others to the original: for a function that
-    `import torch` itself calls, with arguments the fix does not concern.
-
     For a function that `import torch` itself loads but does not call, and
     whose rewrite is dear: a method with zero-argument super() is compiled
     through ast (11 M instructions for proxy_tensor's 68-line
@@ -172,6 +166,12 @@ def rewritten_on_first_call(owner: Any, name: str, edits: "list[tuple[str, str]]
     the stand-in's place and runs it. Should the rewrite fail then (the
     file changed under a running process), the original is put back and
     runs, and the reason is logged at debug level.
+
+    With `when`, a predicate of the call's arguments that is true exactly
+    for the calls where the copy behaves differently from the original, the
+    stand-in stays and sends only those calls to the copy (compiled at the
+    first of them), the others to the original: for a function that
+    `import torch` itself calls, with arguments the fix does not concern.
     """
     original, where = _current(owner, name)
     check(original, where, verified, fixed)
