@@ -59,6 +59,13 @@ def claimed():
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_second_process_hits_the_aot_cache(nproc, tmp_path):
     needs_gloo()
+    if release_of(EXPECTED)[:2] == (2, 12):
+        # As the reproducer says: 2.12 keys the DTensor itself, but its FX
+        # graph cache key meets the flattened DeviceMesh's cycle, fixed only
+        # in 2.13 (pytorch#180422, not backported). Seen in tox -e matrix on
+        # 2.12.0 (2026-12-04); CI's 2.12.1 env runs only the reproducers.
+        pytest.skip("torch 2.12 bypasses the FX graph cache for a flattened DeviceMesh "
+                    "(pytorch#180422, fixed in 2.13, not backported)")
     cache = tmp_path / "cache"
     first, first_err = torchrun(nproc, "compile", cache)
     second, second_err = torchrun(nproc, "compile", cache)
