@@ -68,7 +68,6 @@ _patching.rewritten_on_first_call compiles each at its first call: the first
 multi-process DataLoader iterator of a process, and a worker's first loop.
 """
 
-import types
 from types import ModuleType
 from typing import Any, Callable
 
@@ -141,7 +140,7 @@ def apply(dataloader: ModuleType, release: Release) -> Revert:
     utils = vars(dataloader).get("_utils")
     worker = getattr(utils, "worker", None)
     owner = vars(dataloader).get("_MultiProcessingDataLoaderIter")
-    if not isinstance(worker, types.ModuleType) or not isinstance(owner, type):
+    if not isinstance(worker, ModuleType) or not isinstance(owner, type):
         raise _patching.Unrecognised("%s has no _utils.worker module and "
                                      "_MultiProcessingDataLoaderIter class" % dataloader.__name__)
     if GLOBAL in vars(dataloader):
