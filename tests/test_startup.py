@@ -115,6 +115,19 @@ def test_armed_by_torch_but_pending_until_the_target_is_imported():
     assert records[0]["state"] == "pending"
 
 
+@pytest.mark.parametrize("version, state, loaded", [("2.11.0", "not needed", False),
+                                                     ("2.5.1", "not covered", False),
+                                                     ("2.10.0", "applied", True)])
+def test_a_release_outside_the_range_is_judged_without_the_backports_module(version, state,
+                                                                            loaded):
+    code = ("import json, sys, torch._inductor.codecache, torch_backports\n"
+            "print(json.dumps(['torch_backports.backports.fx_graph_cache_pickling' in sys.modules,"
+            " torch_backports.status()]))")
+    (was_loaded, records), _ = report({"FAKE_TORCH_VERSION": version}, code=code)
+    record = next(r for r in records if r["name"] == "fx-graph-cache-pickling")
+    assert (record["state"], was_loaded) == (state, loaded), record
+
+
 def test_late_install_after_inductor_is_imported():
     code = ("import sys; sys.path[:0] = [%r, %r]\n"
             "import torch._inductor.codecache\n"

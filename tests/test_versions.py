@@ -86,6 +86,8 @@ def test_registry_names_are_unique_and_load_their_modules():
         backport = _registry.load(name)
         assert backport.name == name
         assert backport.first_affected < backport.first_fixed
+        # the registry's copy, which judges a release without the module
+        assert _registry.releases(name) == (backport.first_affected, backport.first_fixed)
         assert backport.reproducer.strip() and backport.symptom
         assert all(link.startswith("https://") for link in backport.upstream)
     assert _registry.load(fx.NAME) is fx.BACKPORT

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Callable, Dict, Optional
 
 from . import _CONTAINED, _config, _hooks, _patching, _records, _registry, _versions
-from ._backport import Backport, Release, Revert, format_release
+from ._backport import Release, Revert, affects, format_release
 
 logger = logging.getLogger("torch_backports")
 
@@ -35,7 +35,7 @@ def arm() -> None:
         if _armed:
             return
         _armed = True
-    for name, target in _registry.BACKPORTS:
+    for name, target, _, _ in _registry.BACKPORTS:
         try:
             _hooks.register(target, _hook_for(name))
         except _CONTAINED as exc:
@@ -74,10 +74,10 @@ def apply(name: str, module: ModuleType) -> str:
             release = _versions.release_of(getattr(sys.modules.get("torch"), "__version__", None))
         except _versions.UnknownRelease as exc:
             return _fail(name, str(exc), version)
-        backport = _registry.load(name)
-        gated = _gate(name, backport, release, version)
+        gated = _gate(name, release, version)
         if gated is not None:
             return gated
+        backport = _registry.load(name)
         if backport.changes_codegen:
             from . import _cache_key
 
@@ -101,15 +101,17 @@ def apply(name: str, module: ModuleType) -> str:
                     version)
 
 
-def _gate(name: str, backport: Backport, release: Release, version: Optional[str]) -> Optional[str]:
-    """Record and return the state of a release outside the affected range;
-    None for a release the backport must patch."""
-    if release < backport.first_affected:
+def _gate(name: str, release: Release, version: Optional[str]) -> Optional[str]:
+    """Record and return the state of a release outside the affected range,
+    read from the registry, not the backport's module; None for a release
+    the backport must patch."""
+    first_affected, first_fixed = _registry.releases(name)
+    if release < first_affected:
         return _set(name, _records.NOT_COVERED, "torch %s predates the affected releases (%s)"
-                    % (format_release(release), backport.affects()), version)
-    if not backport.needed_by(release):
+                    % (format_release(release), affects(first_affected, first_fixed)), version)
+    if release >= first_fixed:
         return _set(name, _records.NOT_NEEDED, "torch %s ships the fix (since %s)"
-                    % (format_release(release), format_release(backport.first_fixed)), version)
+                    % (format_release(release), format_release(first_fixed)), version)
     return None
 
 
@@ -126,7 +128,7 @@ def settle(name: str) -> str:
             release = _versions.release_of(version)
         except _versions.UnknownRelease:
             return state
-        return _gate(name, _registry.load(name), release, version) or state
+        return _gate(name, release, version) or state
 
 
 def revert(name: str) -> bool:

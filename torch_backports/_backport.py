@@ -60,7 +60,7 @@ class Backport:
 
     def affects(self) -> str:
         """The affected releases as a version specifier, e.g. '>=2.6.0,<2.11.0'."""
-        return ">=%s,<%s" % (format_release(self.first_affected), format_release(self.first_fixed))
+        return affects(self.first_affected, self.first_fixed)
 
     def needed_by(self, release: Release) -> bool:
         return self.first_affected <= release < self.first_fixed
@@ -68,6 +68,12 @@ class Backport:
 
 def format_release(release: Release) -> str:
     return "%d.%d.%d" % release
+
+
+def affects(first_affected: Release, first_fixed: Release) -> str:
+    """The releases from `first_affected` up to `first_fixed` as a version
+    specifier, e.g. '>=2.6.0,<2.11.0'."""
+    return ">=%s,<%s" % (format_release(first_affected), format_release(first_fixed))
 
 
 Fingerprints = Mapping[str, str]

@@ -12,15 +12,46 @@ left alone. A build without .py files gives none, and is left alone too.
 import ast
 import hashlib
 import inspect
+import io
 import textwrap
+from collections import deque
+from itertools import islice, repeat
+from operator import itemgetter
 from types import CodeType
 from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 
 def of_source(source: str) -> str:
     """The fingerprint of one function's source text, as inspect gives it."""
-    lines = [line.rstrip() for line in dedent(source).splitlines()]
+    lines = _plain_lines(source)
+    if lines is None:
+        lines = [line.rstrip() for line in dedent(source).splitlines()]
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
+
+
+# The characters besides "\n" that str.splitlines() splits at, and tabs,
+# after which textwrap.dedent's idea of a line and of its margin differ
+# from the plain one.
+_AWKWARD = ("\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
+def _plain_lines(source: str) -> "Optional[List[str]]":
+    """The lines of dedent(source), right-stripped, where that is plain (see
+    dedent), made by C-level map()s: a Python loop over a 130-line method
+    cost 0.5 M instructions (callgrind, 2026-12-04), and `import torch`
+    checks five such functions. None where it is not plain."""
+    if not source.isascii() or any(c in source for c in _AWKWARD):
+        return None
+    lines = list(map(str.rstrip, source.splitlines()))
+    if not lines or not lines[0]:
+        return None
+    width = len(lines[0]) - len(lines[0].lstrip(" "))
+    if not width:
+        return lines
+    # Every line that is not blank must start with the first line's margin.
+    if sum(map(str.startswith, lines, repeat(lines[0][:width]))) + lines.count("") != len(lines):
+        return None
+    return list(map(itemgetter(slice(width, None)), lines))
 
 
 def dedent(text: str) -> str:
@@ -87,46 +118,91 @@ def source_of(function: Callable, known: Collection[str] = ()) -> Tuple[str, str
 
 def _indented_block(code: CodeType) -> Optional[str]:
     """The lines from the function's first (decorator or def) line, through
-    its def line, up to the last line of code (or of a comment indented as the body) before one
-    indented no deeper than that first line; lines that start with a
-    closing bracket, as a signature's last line does, do not end it."""
-    # Read as bytes and split once at the function's first line, and only
-    # the rest decoded: reading a 3,000-line torch module into linecache's
-    # lines costs more than the rest of a check, and linecache would keep
-    # them in every process that imports torch.
+    its def line and its last line of code, up to the last line of code (or
+    of a comment indented as the body) before one indented no deeper than
+    that first line; lines that start with a closing bracket, as a
+    signature's last line does, do not end it."""
+    # Costs, for the five functions `import torch` checks on 2.13 (callgrind,
+    # 2026-12-04): splitting a module into lines costs ~300 instructions a
+    # line, ~1.8 M for the 4,100 lines before them and more for those after
+    # them, and a Python loop over a function's lines ~3,000 a line. So the
+    # lines before are skipped by a C-level iterator, only the function's
+    # lines and a few after it are decoded, and the loop visits only the
+    # header, the body's first line and the lines after the last line the
+    # code object names. (linecache would also keep every line of the
+    # module in every process that imports torch.)
     first = code.co_firstlineno - 1
+    ends = _last_code_line(code)
     try:
         with open(code.co_filename, "rb") as file:
-            parts = file.read().split(b"\n", first)
-        lines = [""] * first + parts[first].decode("utf-8").splitlines(keepends=True)
-    except (OSError, IndexError, UnicodeDecodeError, TypeError):
+            stream = io.BytesIO(file.read())
+        deque(islice(stream, first), maxlen=0)
+        if ends is None:
+            lines = stream.read().decode("utf-8").splitlines(keepends=True)
+        else:
+            lines = b"".join(islice(stream, ends - first + _SLACK)).decode(
+                "utf-8").splitlines(keepends=True)
+        if not lines:
+            return None
+        last, ended = _block_end(lines, 0 if ends is None else ends - 1 - first)
+        if not ended:  # still inside comments, which may go on for long
+            lines += stream.read().decode("utf-8").splitlines(keepends=True)
+            last, ended = _block_end(lines, 0 if ends is None else ends - 1 - first)
+    except (OSError, UnicodeDecodeError, TypeError, ValueError):
         return None
-    if not 0 <= first < len(lines):
+    return "".join(lines[:last + 1])
+
+
+# Lines read beyond a function's last line of code (see _indented_block).
+_SLACK = 40
+
+
+def _last_code_line(code: CodeType) -> Optional[int]:
+    """The last line (1-based) that holds some of `code`'s own instructions
+    (a nested function's body may go beyond it); None before Python 3.10,
+    whose code objects have no co_lines()."""
+    lines = getattr(code, "co_lines", None)
+    if lines is None:
         return None
-    indent = len(lines[first]) - len(lines[first].lstrip())
+    # map and filter stay in C: a long function has hundreds of entries
+    return max(max(filter(None, map(itemgetter(2), lines())), default=0),
+               code.co_firstlineno)
+
+
+def _block_end(lines: List[str], code_ends: int) -> Tuple[int, bool]:
+    """The index of the block's last line among `lines`, which start at its
+    first line, and whether a line after it ended the block (rather than
+    the end of `lines`). Lines up to index `code_ends`, the last that holds
+    code, belong to it without being looked at, once the body has begun."""
+    indent = len(lines[0]) - len(lines[0].lstrip())
     header = True  # until the def line: decorators, which may span lines
     body = None  # the body's indentation, once seen
-    last = first
-    for number in range(first, len(lines)):
-        text = lines[number].strip()
+    last = number = 0
+    while number < len(lines):
+        line = lines[number]
+        text = line.strip()
+        number += 1
         if not text:
             continue
-        depth = len(lines[number]) - len(lines[number].lstrip())
+        depth = len(line) - len(line.lstrip())
         if header:
             header = not text.startswith(("def ", "async def "))
-            last = number
+            last = number - 1
             continue
         if text.startswith("#"):
             # as inspect: a comment belongs to the block if indented as its body
             if body is not None and depth >= body:
-                last = number
+                last = number - 1
             continue
         if depth <= indent and text[0] not in ")]}":
-            break
+            return last, True
         if body is None and depth > indent and lines[last].rstrip().endswith(":"):
             body = depth
-        last = number
-    return "".join(lines[first:last + 1])
+        last = number - 1
+        if body is not None and number <= code_ends:
+            last = number = code_ends
+            number += 1
+    return last, False
 
 
 def of_file(text: str, qualname: str) -> str:

@@ -134,6 +134,43 @@ print(json.dumps({"wrapped": wrapped, "plain": type(f).__name__ == "function",
     assert result["module"] == "torch._inductor.codecache"
 
 
+def test_ops_torch_defines_while_importing_have_no_backward_formula():
+    """custom-op-autograd-tensorlist-defaults leaves the kernels made inside
+    `import torch` as shipped (its Cost note), which is exact only while
+    none of those ops has a backward formula; the ops defined afterwards
+    get the fixed kernel."""
+    needs_torch()
+    if expected_state("custom-op-autograd-tensorlist-defaults") != "applied":
+        pytest.skip("the backport does not apply to this release")
+    code = """
+import json, torch
+from torch._library import autograd, custom_ops
+defined = dict(custom_ops.OPDEFS)
+
+@torch.library.custom_op("bp_test::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+twice.register_autograd(lambda ctx, g: (g, g), setup_context=lambda ctx, inputs, output: None)
+try:
+    twice(torch.ones(1, requires_grad=True)).sum().backward()
+except RuntimeError as e:
+    message = str(e)
+print(json.dumps({"defined": len(defined),
+                  "with_formula": sorted(k for k, d in defined.items() if d._backward_fn),
+                  "stand_in": getattr(autograd.make_autograd_impl,
+                                      "_torch_backports_replacement", False),
+                  "message": message}))
+"""
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = last_json(done.stdout)
+    assert result["defined"] > 0 and result["with_formula"] == [], result
+    assert result["stand_in"] is True
+    assert "The backward formula for bp_test.twice.default returned an incorrect number" \
+        in result["message"], result
+
+
 def expected_state(name):
     backport = _registry.load(name)
     release = release_of(EXPECTED)
