@@ -123,14 +123,14 @@ def _indented_block(code: CodeType) -> Optional[str]:
     that first line; lines that start with a closing bracket, as a
     signature's last line does, do not end it."""
     # Costs, for the five functions `import torch` checks on 2.13 (callgrind,
-    # 2026-12-04): splitting a module into lines costs ~300 instructions a
-    # line, ~1.8 M for the 4,100 lines before them and more for those after
-    # them, and a Python loop over a function's lines ~3,000 a line. So the
-    # lines before are skipped by a C-level iterator, only the function's
-    # lines and a few after it are decoded, and the loop visits only the
-    # header, the body's first line and the lines after the last line the
-    # code object names. (linecache would also keep every line of the
-    # module in every process that imports torch.)
+    # 2026-12-04): bytes.split costs ~430 instructions a line, 1.8 M for the
+    # 4,100 lines before them (iterating a BytesIO: 1.1 M), and more for the
+    # lines after them; a Python loop over a function's lines costs ~3,000 a
+    # line. So the lines before are skipped by a C-level iterator, only the
+    # function's lines and a few after it are decoded, and the loop visits
+    # only the header, the body's first line and the lines after the last
+    # line the code object names. (linecache would also keep every line of
+    # the module in every process that imports torch.)
     first = code.co_firstlineno - 1
     ends = _last_code_line(code)
     try:
