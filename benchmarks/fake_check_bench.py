@@ -1,6 +1,7 @@
 """A fake-tensor op with the backport's _check_for_subclass_arg vs torch's own.
 
-usage: python fake_check_bench.py CALLS  (run in an env with torch-backports)
+usage: TORCH_BACKPORTS_DISABLE=fake-tensor-parameter-subclass python fake_check_bench.py CALLS
+       (in an env with torch-backports; run.py sets the variable)
 
 FakeTensorMode calls _check_for_subclass_arg on every argument of every op
 it dispatches, so the fake-tensor-parameter-subclass backport sits on the
@@ -27,7 +28,8 @@ BLOCK = 50
 current = fake_tensor._check_for_subclass_arg
 shipped = current if not hasattr(current, "_torch_backports_replacement") else None
 if shipped is None:
-    raise SystemExit("this torch is patched already; run on a release that ships the fix")
+    raise SystemExit("torch's function is patched here; run with "
+                     "TORCH_BACKPORTS_DISABLE=fake-tensor-parameter-subclass")
 ours = types.FunctionType(backport._check_for_subclass_arg.__code__, vars(fake_tensor),
                           "_check_for_subclass_arg")
 mode = fake_tensor.FakeTensorMode()

@@ -299,11 +299,12 @@ def bench_warm(py_a, py_b, runs, warmup, workdir, count=False) -> dict:
     return result
 
 
-def bench_in_process(py_a, script: Path, runs, workdir) -> dict:
+def bench_in_process(py_a, script: Path, runs, workdir, extra_env=None) -> dict:
     """Run one of the in-process A/B scripts in env A; its JSON summary."""
     cache = str(workdir / (script.stem + "-cache"))
     shutil.rmtree(cache, ignore_errors=True)
-    done = sh(py_a, script, str(runs), env=clean_env({"TORCHINDUCTOR_CACHE_DIR": cache}))
+    done = sh(py_a, script, str(runs),
+              env=clean_env(dict(extra_env or {}, TORCHINDUCTOR_CACHE_DIR=cache)))
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -352,6 +353,22 @@ def fmt_row(key: str, result: dict) -> str:
     return "| %s | %s | %s | %s | %s | %d |" % (what, figure, cpu, instr, target, result["runs"])
 
 
+class Progress(dict):
+    """The results so far, written to `path` (and named on stdout) as each
+    benchmark finishes, so that one failing an hour into a full run keeps
+    the ones before it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def __setitem__(self, key: str, value: dict) -> None:
+        super().__setitem__(key, value)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self, indent=2))
+        print("%s done (%s)" % (key, self.path), flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks it works")
@@ -371,7 +388,9 @@ def main() -> int:
     plain_a, plain_b = make_pair(workdir, "plain", [], wheel)
     torch_a, torch_b = make_pair(workdir, "torch-" + args.torch, ["torch==" + args.torch], wheel)
 
-    results = {}
+    out = Path(args.json) if args.json else (
+        ROOT / "benchmarks" / "results" / ("latest-quick.json" if quick else "latest.json"))
+    results = Progress(out.with_name(out.stem + "-partial.json"))
     results["startup"], results["rss"] = bench_startup(plain_a, plain_b, n["startup"], 5)
     # transformers and others probe for torch like this at import; it must
     # not arm torch-backports, so it costs what `python -c pass` does.
@@ -394,7 +413,11 @@ def main() -> int:
     results["warm_compile"] = bench_warm(torch_a, torch_b, n["compile"], warm, workdir,
                                          count=not quick)
     results["dumps"] = bench_in_process(torch_a, DUMPS, n["dumps"], workdir)
-    results["fake_check"] = bench_in_process(torch_a, FAKE_CHECK, n["dumps"], workdir)
+    # The script times torch's own function against the backport's code, so
+    # on a release the backport patches (2.6 - 2.12) torch must stay stock.
+    results["fake_check"] = bench_in_process(
+        torch_a, FAKE_CHECK, n["dumps"], workdir,
+        {"TORCH_BACKPORTS_DISABLE": "fake-tensor-parameter-subclass"})
     results["warm_dtensor"] = bench_warm_dtensor(torch_a, n["compile"])
 
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": quick,
@@ -411,10 +434,9 @@ def main() -> int:
     print("%s, torch %s, Python %s, %s%s" % (meta["date"], meta["torch"], meta["python"],
                                             meta["machine"], " (quick)" if quick else ""))
     print("\n".join(lines))
-    out = Path(args.json) if args.json else (
-        ROOT / "benchmarks" / "results" / ("latest-quick.json" if quick else "latest.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    results.path.unlink()
     print("wrote", out)
     return 0
 
