@@ -144,10 +144,11 @@ def _indented_block(code: CodeType) -> Optional[str]:
                 "utf-8").splitlines(keepends=True)
         if not lines:
             return None
-        last, ended = _block_end(lines, 0 if ends is None else ends - 1 - first)
+        code_ends = 0 if ends is None else ends - 1 - first  # an index into lines
+        last, ended = _block_end(lines, code_ends)
         if not ended:  # still inside comments, which may go on for long
             lines += stream.read().decode("utf-8").splitlines(keepends=True)
-            last, ended = _block_end(lines, 0 if ends is None else ends - 1 - first)
+            last, ended = _block_end(lines, code_ends)
     except (OSError, UnicodeDecodeError, TypeError, ValueError):
         return None
     return "".join(lines[:last + 1])
