@@ -13,7 +13,8 @@ max (the JSON keeps every run). Each process benchmark reports wall time
 and CPU time, and start-up and `import torch` (and, in full mode, both
 compiles: ~4 min each under valgrind) also report instructions counted by
 callgrind, one run each of A and B side by side, which do not depend on the
-load of a shared machine. Nothing here asserts a threshold; the targets are
+load of a shared machine (`import torch` also with the cyclic GC off, see
+main()). Nothing here asserts a threshold; the targets are
 printed beside the figures for a person to read.
 """
 
@@ -127,7 +128,9 @@ def instructions(runs: Dict[str, Tuple[List[str], Dict[str, str]]]
     paired runs, which hides a 1 % effect. callgrind counts instructions
     instead: with PYTHONHASHSEED fixed, the same binary and inputs give the
     same count whatever else the machine does (two runs of `import torch`
-    differed by 12 in 4.9 G here), so their ratio resolves 0.01 %. Only the
+    differed by 12 in 4.9 G here). A/B is less exact than that: A allocates
+    more, which moves the cyclic GC's collections, and the working directory
+    and environment move them too (see main()). Only the
     Python process is counted, not its children (inductor's gcc and compile
     workers), which makes a compile's ratio an upper bound. None if valgrind
     is absent.
@@ -168,13 +171,14 @@ def instructions(runs: Dict[str, Tuple[List[str], Dict[str, str]]]
 
 
 def with_instructions(result: dict, run_a: Tuple[List[str], Dict[str, str]],
-                      run_b: Tuple[List[str], Dict[str, str]]) -> dict:
-    """result plus the callgrind counts of run_a and run_b and their ratio."""
+                      run_b: Tuple[List[str], Dict[str, str]], key: str = "instructions") -> dict:
+    """result plus the callgrind counts of run_a and run_b and their ratio,
+    under `key`."""
     counted = instructions({"a": run_a, "b": run_b})
     if counted is not None:
         counts, sigill = counted
-        result["instructions"] = {"a": counts["a"], "b": counts["b"],
-                                  "ratio": counts["a"] / counts["b"], "sigill": sigill}
+        result[key] = {"a": counts["a"], "b": counts["b"],
+                       "ratio": counts["a"] / counts["b"], "sigill": sigill}
     return result
 
 
@@ -350,6 +354,10 @@ def fmt_row(key: str, result: dict) -> str:
             instr = "%.4f (A %.2f M, B %.2f M%s)" % (
                 counts["ratio"], counts["a"] / 1e6, counts["b"] / 1e6,
                 "; to the first kernel" if counts.get("sigill") else "")
+        if "instructions_gc_off" in result:
+            counts = result["instructions_gc_off"]
+            instr += "; GC off: %.4f (A %.2f M, B %.2f M)" % (
+                counts["ratio"], counts["a"] / 1e6, counts["b"] / 1e6)
     return "| %s | %s | %s | %s | %s | %d |" % (what, figure, cpu, instr, target, result["runs"])
 
 
@@ -397,8 +405,15 @@ def main() -> int:
     results["probe"] = bench_command(
         torch_a, torch_b, ["-c", "import importlib.util; importlib.util.find_spec('torch')"],
         n["startup"] // 4, 5, count=True)
-    results["import_torch"] = bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"],
-                                            warm, count=True)
+    # Counted a second time with the cyclic GC off. A and B allocate
+    # differently, so its collections fall at different points of `import
+    # torch` (they cost ~200 M instructions there): that moved A/B by up to
+    # 0.0006 between a run from one directory and from another (2.13.0,
+    # 2026-12-05). With the GC off, A - B is the work our code adds.
+    results["import_torch"] = with_instructions(
+        bench_command(torch_a, torch_b, ["-c", "import torch"], n["torch"], warm, count=True),
+        *[([py, "-c", "import gc; gc.disable(); import torch"], clean_env())
+          for py in (torch_a, torch_b)], key="instructions_gc_off")
     results["import_codecache"] = bench_command(
         torch_a, torch_b, ["-c", "import torch._inductor.codecache"], n["torch"], warm,
         count=not quick)
