@@ -3,8 +3,9 @@
 One line per backport: its name, its target (the module whose import
 applies it) and the releases it covers. The backport's own module,
 torch_backports/backports/<name with underscores>.py, holds everything else
-(the facts, the patch and the reproducer). It is imported only when its target is, or by the CLI, so that
-nothing of a backport is loaded in a process that never reaches its target.
+(the facts, the patch and the reproducer). It is imported only when its
+target is, or by the CLI, so that nothing of a backport is loaded in a
+process that never reaches its target.
 """
 
 import importlib
