@@ -218,22 +218,105 @@ def test_a_replacement_is_never_replaced_again(module):
     assert vars(module.Kernel)["describe"] is new
 
 
-def test_rewritten_on_first_call_checks_now_and_compiles_at_the_first_call(module):
+def test_rewritten_on_first_call_checks_and_compiles_at_the_first_call(module):
     kernel = module.Kernel
     original = vars(kernel)["describe"]
     fingerprint = _fingerprint.of_function(original)
     edits = [('    return text + " (scalar)"\n', '    return text + " (fixed)"\n')]
+    _fingerprint._seen.clear()
     revert = _patching.rewritten_on_first_call(kernel, "describe", edits, {fingerprint: "t"}, {})
+    assert original.__code__ not in _fingerprint._seen  # nothing read yet
     stand_in = vars(kernel)["describe"]
     assert stand_in is not original and stand_in.__wrapped__ is original
     assert kernel().describe(1) == "base 1 (fixed)"  # super() still finds Base
     compiled = vars(kernel)["describe"]
     assert compiled is not stand_in and kernel().describe(2) == "base 2 (fixed)"
+    _patching.check_put_off(revert)  # passed already: nothing to raise
     revert()
     assert vars(kernel)["describe"] is original
-    with pytest.raises(_patching.Unrecognised):  # checked before anything changes
-        _patching.rewritten_on_first_call(kernel, "describe", edits, {"0" * 16: "t"}, {})
-    assert vars(kernel)["describe"] is original
+
+
+@pytest.mark.parametrize("verified, fixed, refusal", [
+    ({"0" * 16: "t"}, {}, _patching.Unrecognised),
+    ({"0" * 16: "t"}, "the original's", _patching.CarriesFix),
+])
+def test_a_check_put_off_that_refuses_puts_the_original_back(module, verified, fixed, refusal):
+    original = vars(module)["helper"]
+    if fixed:
+        fixed = {_fingerprint.of_function(original): "t+1"}
+    edits = [("    return a + b\n", "    return a * b\n")]
+    revert = _patching.rewritten_on_first_call(module, "helper", edits, verified, fixed)
+    assert module.helper is not original
+    assert module.helper(3) == 5  # the original runs, unedited
+    assert module.helper is original
+    with pytest.raises(refusal):
+        _patching.check_put_off(revert)
+    # asked before any call, the check puts the original back at once
+    revert = _patching.rewritten_on_first_call(module, "helper", edits, verified, fixed)
+    stand_in = module.helper
+    with pytest.raises(refusal):
+        _patching.check_put_off(revert)
+    assert module.helper is original and stand_in(3) == 5
+
+
+def test_a_partner_check_that_refuses_puts_both_back(module):
+    helper, describe = vars(module)["helper"], vars(module.Kernel)["describe"]
+    refuse = [False]
+
+    def partner():
+        if refuse[0]:
+            raise _patching.Unrecognised("the partner changed")
+
+    undo_helper = _patching.rewritten_on_first_call(
+        module, "helper", [("    return a + b\n", "    return a * b\n")],
+        {_fingerprint.of_function(helper): "t"}, {}, partner=partner)
+    undo_describe = _patching.rewritten_on_first_call(
+        module.Kernel, "describe", [('" (scalar)"', '" (fixed)"')],
+        {_fingerprint.of_function(describe): "t"}, {}, partner=partner)
+    refuse[0] = True
+    assert module.helper(3) == 5 and module.helper is helper
+    assert module.Kernel().describe(1) == "base 1 (scalar)"
+    assert vars(module.Kernel)["describe"] is describe
+    for undo in (undo_helper, undo_describe):
+        with pytest.raises(_patching.Unrecognised, match="partner"):
+            _patching.check_put_off(undo)
+
+
+def test_edits_by_fingerprint_are_chosen_at_the_first_call(module):
+    original = vars(module)["helper"]
+    fingerprint = _fingerprint.of_function(original)
+    edits = {"1" * 16: [("    return a + b\n", "    return a - b\n")],
+             fingerprint: [("    return a + b\n", "    return a * b\n")]}
+    revert = _patching.rewritten_on_first_call(module, "helper", edits,
+                                               {fingerprint: "t", "1" * 16: "u"}, {})
+    assert module.helper(3) == 6
+    revert()
+    assert module.helper is original
+
+
+def test_status_runs_the_checks_put_off_and_records_a_refusal(module, monkeypatch):
+    """A check put off until the first call is run when status is asked: a
+    report never shows "applied" over code the check refuses."""
+    import torch_backports
+
+    original = vars(module)["helper"]
+    backport = Backport(
+        name="made-up", summary="", upstream=(), first_affected=(2, 0, 0), first_fixed=(9, 0, 0),
+        apply=lambda m, r: _patching.rewritten_on_first_call(
+            m, "helper", [("    return a + b\n", "    return a * b\n")], {"0" * 16: "t"}, {}),
+        reproducer="pass", symptom="x")
+    monkeypatch.setattr(_registry, "BACKPORTS", (("made-up", module.__name__, (2, 0, 0),
+                                                  (9, 0, 0)),))
+    monkeypatch.setattr(_registry, "load", lambda name: backport)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__="2.10.0"))
+    monkeypatch.delenv("TORCH_BACKPORTS_DISABLE", raising=False)
+    _activate._reverts.pop("made-up", None)
+    assert _activate.apply("made-up", module) == "applied"
+    assert module.helper is not original
+    records = {r["name"]: r for r in torch_backports.status()}
+    assert records["made-up"]["state"] == "unrecognised"
+    assert "matches no verified release" in records["made-up"]["reason"]
+    assert module.helper is original and "made-up" not in _activate._reverts
 
 
 def test_rewritten_on_first_call_reverts_before_the_first_call(module):

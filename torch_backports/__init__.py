@@ -7,6 +7,8 @@ executes, the watcher arms post-import hooks (_hooks), one per backport's
 target module, and each patch is made when its target is imported.
 """
 
+from __future__ import annotations
+
 # Cost contract. This module is imported at the start of every interpreter
 # in an environment where torch-backports is installed, including the ones
 # that never touch torch: pip, test runners, one-line scripts. It therefore
@@ -154,8 +156,13 @@ def status() -> "list[dict]":
     """Return one record per backport for this interpreter, as plain dicts.
 
     Each has the keys name, summary, upstream, affects, target, torch, state
-    and reason. Unlike the CLI, this does not start a new process.
+    and reason. Unlike the CLI, this does not start a new process. The
+    fingerprint checks a patch puts off until its first call are run now.
     """
+    import sys
+
     from . import _records
 
+    if __name__ + "._activate" in sys.modules:
+        sys.modules[__name__ + "._activate"].finish_checks()
     return _records.snapshot()

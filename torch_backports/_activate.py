@@ -8,6 +8,8 @@ whatever goes wrong, the backport is recorded with the reason and torch is
 left as shipped.
 """
 
+from __future__ import annotations
+
 import logging
 import sys
 import threading
@@ -88,17 +90,22 @@ def apply(name: str, module: ModuleType) -> str:
         restore = _patching.snapshot(module)
         try:
             _reverts[name] = backport.apply(module, release)
-        except _patching.CarriesFix as exc:
+        except (_patching.CarriesFix, _patching.Unrecognised) as exc:
             restore()
-            return _set(name, _records.NOT_NEEDED, "this build carries the fix: %s" % exc, version)
-        except _patching.Unrecognised as exc:
-            restore()
-            return _set(name, _records.UNRECOGNISED, "%s; torch left untouched" % exc, version)
+            return _refused(name, exc, version)
         except BaseException:
             restore()
             raise
         return _set(name, _records.APPLIED, "patched for torch %s" % format_release(release),
                     version)
+
+
+def _refused(name: str, exc: Exception, version: Optional[str]) -> str:
+    """Record that the fingerprint check refused the code backport `name`
+    would replace (torch is left, or put back, as shipped)."""
+    if isinstance(exc, _patching.CarriesFix):
+        return _set(name, _records.NOT_NEEDED, "this build carries the fix: %s" % exc, version)
+    return _set(name, _records.UNRECOGNISED, "%s; torch left untouched" % exc, version)
 
 
 def _gate(name: str, release: Release, version: Optional[str]) -> Optional[str]:
@@ -116,10 +123,13 @@ def _gate(name: str, release: Release, version: Optional[str]) -> Optional[str]:
 
 
 def settle(name: str) -> str:
-    """For `status`: judge a backport whose target was never imported by
-    the release alone, so that a target this torch does not have (a module
-    newer than the release) reads "not covered", not "pending"."""
+    """For `status`, make the record of backport `name` final and return its
+    state: run the fingerprint checks its patch put off (see
+    finish_checks), and judge a backport whose target was never imported
+    by the release alone, so that a target this torch does not have (a
+    module newer than the release) reads "not covered", not "pending"."""
     with _lock:
+        _finish_check(name)
         state = _records.get(name)[0]
         version = running_torch_version()
         if state != _records.PENDING or version is None:
@@ -129,6 +139,38 @@ def settle(name: str) -> str:
         except _versions.UnknownRelease:
             return state
         return _gate(name, release, version) or state
+
+
+def finish_checks() -> None:
+    """Run now every fingerprint check that an applied patch put off until
+    its function's first call (_patching.rewritten_on_first_call), so that
+    a report never shows "applied" over code the check would refuse."""
+    with _lock:
+        for name in list(_reverts):
+            _finish_check(name)
+
+
+def _finish_check(name: str) -> None:
+    undo = _reverts.get(name)
+    if undo is None:
+        return
+    try:
+        _patching.check_put_off(undo)
+        return
+    except _CONTAINED as exc:
+        refusal = exc
+    del _reverts[name]
+    version = _records.get(name)[2]
+    try:
+        undo()  # the refused function is back already; the rest of the patch
+    except _CONTAINED as exc:
+        _fail(name, "undoing it after its check failed raised %s: %s" % (type(exc).__name__, exc),
+              version)
+    else:
+        if isinstance(refusal, (_patching.CarriesFix, _patching.Unrecognised)):
+            _refused(name, refusal, version)
+        else:
+            _fail(name, "%s: %s" % (type(refusal).__name__, refusal), version)
 
 
 def revert(name: str) -> bool:

@@ -1,5 +1,7 @@
 """The description every backport module gives of itself."""
 
+from __future__ import annotations
+
 from types import ModuleType
 from typing import Callable, Mapping, Tuple
 

@@ -17,6 +17,8 @@ Kernel-level caches (triton, autotuning) key by the generated source, which
 a code change changes by itself.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 from typing import Callable, Optional, Tuple
 

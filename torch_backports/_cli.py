@@ -1,5 +1,7 @@
 """`torch-backports status | check | verify`, also `python -m torch_backports`."""
 
+from __future__ import annotations
+
 import argparse
 import json
 import os

@@ -1,5 +1,7 @@
 """The TORCH_BACKPORTS_DISABLE opt-out."""
 
+from __future__ import annotations
+
 import os
 from typing import Collection, FrozenSet, Mapping, Optional, Tuple
 

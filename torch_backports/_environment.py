@@ -1,5 +1,7 @@
 """Facts about this environment that need no torch import."""
 
+from __future__ import annotations
+
 import os
 import site
 import sys

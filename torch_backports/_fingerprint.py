@@ -9,6 +9,8 @@ fix, or changed the function any other way, gives another fingerprint and is
 left alone. A build without .py files gives none, and is left alone too.
 """
 
+from __future__ import annotations
+
 import ast
 import hashlib
 import inspect

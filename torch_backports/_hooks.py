@@ -17,6 +17,8 @@ Each import pays one dict lookup, and only until every hooked module has
 been imported, when the finder takes itself off sys.meta_path.
 """
 
+from __future__ import annotations
+
 import sys
 import threading
 from importlib.util import find_spec as _find_spec

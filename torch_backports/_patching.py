@@ -1,5 +1,7 @@
 """Replacing a function of torch's only where it is the code we verified."""
 
+from __future__ import annotations
+
 from typing import Any, Callable
 
 from . import _fingerprint
@@ -151,43 +153,77 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
     return new
 
 
-def rewritten_on_first_call(owner: Any, name: str, edits: "list[tuple[str, str]]",
-                            verified: Fingerprints, fixed: Fingerprints,
-                            when: "Callable[..., bool] | None" = None) -> Revert:
-    """Check `owner.name` now, but make rewritten()'s copy of it only when it
-    is first called; return the undo.
+def rewritten_on_first_call(owner: Any, name: str,
+                            edits: "list[tuple[str, str]] | dict[str, list[tuple[str, str]]]",
+                            verified: Fingerprints,
+                            fixed: Fingerprints, when: "Callable[..., bool] | None" = None,
+                            partner: "Callable[[], object] | None" = None) -> Revert:
+    """Put a stand-in in place of `owner.name` that checks it and makes
+    rewritten()'s copy of it at its first call; return the undo.
 
-    For a function that `import torch` itself loads but does not call, and
-    whose rewrite is dear: a method with zero-argument super() is compiled
-    through ast (11 M instructions for proxy_tensor's 68-line
-    _ModuleStackTracer.trace, callgrind, 2026-12-04), which every process
-    would pay at `import torch`. Until the first call a small marked
-    function stands in its place; that call compiles the copy, puts it in
-    the stand-in's place and runs it. Should the rewrite fail then (the
-    file changed under a running process), the original is put back and
-    runs, and the reason is logged at debug level.
+    For a function that `import torch` itself loads but does not call. Both
+    halves of a patch are dear there: the copy of a method with
+    zero-argument super() is compiled through ast (11 M instructions for
+    proxy_tensor's 68-line _ModuleStackTracer.trace, callgrind,
+    2026-12-04), and reading a function's source to check its fingerprint
+    ~0.8 M (the five functions `import torch` loads on 2.13, 2026-12-05).
+    So until the first call a small marked function stands in its place;
+    that call checks the fingerprint (and `partner()`, the check of
+    another function this patch goes with, when given), compiles the copy,
+    puts it in the stand-in's place and runs it. check_put_off(undo) runs
+    the check at once, which torch-backports' status does
+    (_activate.finish_checks), so that a report never shows a check still
+    to come. Should the check refuse the code (Unrecognised, CarriesFix),
+    or the rewrite fail (the file changed under a running process), the
+    original is put back and runs, the reason is logged at debug level, and
+    check_put_off raises it.
 
-    With `when`, a predicate of the call's arguments that is true exactly
-    for the calls where the copy behaves differently from the original, the
-    stand-in stays and sends only those calls to the copy (compiled at the
-    first of them), the others to the original: for a function that
-    `import torch` itself calls, with arguments the fix does not concern.
+    `edits` may be a dict from fingerprints to edits, for a function whose
+    verified releases differ where the fix goes. With `when`, a predicate of the
+    call's arguments that is true exactly for the calls where the copy
+    behaves differently from the original, the stand-in stays and sends only
+    those calls to the copy (checked and compiled at the first of them),
+    the others to the original: for a function that `import torch` itself
+    calls, with arguments the fix does not concern.
     """
     original, where = _current(owner, name)
-    check(original, where, verified, fixed)
+    if getattr(original, _MARK, False) or getattr(original, _WRAPPER_MARK, False):
+        raise RuntimeError("%s is already patched by torch-backports" % where)
 
-    made: "list[Callable]" = []  # the copy, once compiled
+    failure: "list[Exception]" = []  # why the original was put back, once it was
+    passed: "list[bool]" = []  # [True] once the check has passed
+    made: "list[Callable]" = []  # the copy (or the original, put back), once made
+
+    def give_up(exc: Exception) -> None:
+        failure.append(exc)
+        revert()
+        import logging
+
+        logging.getLogger("torch_backports").debug(
+            "%s left as shipped: %s: %s", where, type(exc).__name__, exc)
+
+    def checked() -> None:
+        # Two threads may race here: both check, with the same result.
+        if not failure and not passed:
+            try:
+                if partner is not None:
+                    partner()
+                check(original, where, verified, fixed)
+                passed.append(True)
+            except Exception as exc:
+                give_up(exc)
+        if failure:
+            raise failure[0]
 
     def copy() -> Callable:
-        if not made:  # two threads may race here: same result
+        if not made:
             try:
-                new = rewritten(original, edits, verified, fixed)
+                checked()
+                new = rewritten(original, _edits_for(original, edits), verified, fixed)
                 setattr(new, _MARK, True)
             except Exception as exc:
-                import logging
-
-                logging.getLogger("torch_backports").debug(
-                    "%s left as shipped: %s: %s", where, type(exc).__name__, exc)
+                if not failure:
+                    give_up(exc)
                 new = original
             made.append(new)
         return made[0]
@@ -212,7 +248,25 @@ def rewritten_on_first_call(owner: Any, name: str, edits: "list[tuple[str, str]]
         if current is stand_in or _made_from(current, original):
             setattr(owner, name, original)
 
+    revert.check = checked  # type: ignore[attr-defined]
     return revert
+
+
+def check_put_off(revert: Revert) -> None:
+    """Run the check that the patch undone by `revert` put off until its
+    first call (rewritten_on_first_call), if it has one and it has not run;
+    where the check refused the code (Unrecognised, CarriesFix) or the
+    rewrite failed, raise why, with the original put back."""
+    checked = getattr(revert, "check", None)
+    if checked is not None:
+        checked()
+
+
+def _edits_for(function: Callable, edits: "list[tuple[str, str]] | dict[str, list[tuple[str, str]]]"
+               ) -> "list[tuple[str, str]]":
+    if isinstance(edits, dict):
+        return list(edits.get(_fingerprint.of_function(function), ()))
+    return edits
 
 
 def _made_from(function: Any, original: Callable) -> bool:

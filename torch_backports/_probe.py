@@ -6,6 +6,8 @@ module as a user program would and reports the records. The child's own output (
 warnings, for instance) is captured and never shown.
 """
 
+from __future__ import annotations
+
 import json
 import subprocess
 import sys

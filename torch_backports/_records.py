@@ -5,6 +5,8 @@ backport (summary, links, releases) come from its module when a report is
 made, so that recording an outcome never imports another backport's module.
 """
 
+from __future__ import annotations
+
 import sys
 import threading
 from typing import Dict, List, Optional, Tuple

@@ -8,6 +8,8 @@ target is, or by the CLI, so that nothing of a backport is loaded in a
 process that never reaches its target.
 """
 
+from __future__ import annotations
+
 import importlib
 from typing import Tuple
 

@@ -6,6 +6,8 @@ without (torch-backports as installed). The program never imports
 torch_backports; the .pth does whatever is done, as for a user's program.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import shutil

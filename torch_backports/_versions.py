@@ -1,5 +1,7 @@
 """Which torch release is running, as (major, minor, micro)."""
 
+from __future__ import annotations
+
 import re
 from typing import Optional
 

@@ -195,6 +195,53 @@ def test_status_and_check_report_this_torch():
         assert "%s is needed by torch" % name in disabled.stdout
 
 
+# The backports whose fingerprint check waits for the patched function's
+# first call (_patching.rewritten_on_first_call), with what they replace.
+PUT_OFF = {
+    "dynamo-nnmodule-wrap-values": [("torch._dynamo.variables.nn_module",
+                                     "NNModuleVariable.call_method")],
+    "library-define-qualified-name": [("torch.library", "Library.define")],
+    "custom-op-autograd-tensorlist-defaults": [("torch._library.autograd", "make_autograd_impl")],
+    "dataloader-worker-releases-dataset": [
+        ("torch.utils.data.dataloader", "_MultiProcessingDataLoaderIter.__init__"),
+        ("torch.utils.data._utils.worker", "_worker_loop")],
+    "export-proxy-map-retains-graph": [("torch.fx.experimental.proxy_tensor",
+                                        "_ModuleStackTracer.trace")],
+}
+
+# Every fingerprint reads as unknown, as on a vendor build that changed each
+# function; each patch whose check was put off must then be refused when
+# status asks, with the function put back as shipped.
+REFUSING = r"""
+import functools, importlib, json, sys
+from torch_backports import _fingerprint
+_fingerprint.of_source = lambda source: "0" * 16
+import torch_backports
+wanted = json.loads(sys.argv[1])
+def marked(module, path):
+    return bool(getattr(functools.reduce(getattr, path.split("."), importlib.import_module(module)),
+                        "_torch_backports_replacement", False))
+before = {name: [marked(*where) for where in places] for name, places in wanted.items()}
+states = {r["name"]: r["state"] for r in torch_backports.status()}
+print(json.dumps({name: [states[name], before[name], [marked(*where) for where in places]]
+                  for name, places in wanted.items()}))
+"""
+
+
+def test_checks_put_off_refuse_unknown_code_when_status_asks():
+    needs_torch()
+    wanted = {name: places for name, places in PUT_OFF.items()
+              if expected_state(name) == "applied"}
+    if not wanted:
+        pytest.skip("torch %s needs none of these backports" % EXPECTED)
+    done = run_interpreter(["-c", REFUSING, json.dumps(wanted)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name, (state, before, after) in last_json(done.stdout).items():
+        assert before == [True] * len(before), name  # the stand-ins, unchecked
+        assert state == "unrecognised", name
+        assert after == [False] * len(after), name  # put back as shipped
+
+
 def test_without_torch_nothing_is_printed_or_loaded():
     if EXPECTED != "none":
         pytest.skip("only in the env without torch")

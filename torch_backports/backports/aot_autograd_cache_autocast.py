@@ -85,6 +85,8 @@ Not carried:
     dtype=None key hole remain there, as upstream shipped it (both fixed in 2.15).
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

@@ -83,6 +83,8 @@ warning, and upstream is still fixing its stability (#190080, #193418). Those
 subclasses keep stock behaviour.
 """
 
+from __future__ import annotations
+
 import hashlib
 import inspect
 import pickle

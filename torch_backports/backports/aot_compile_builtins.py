@@ -54,6 +54,8 @@ nothing has read it yet, so adding to it there is what 2.12 does before
 constructing the env.
 """
 
+from __future__ import annotations
+
 import builtins
 import pickle
 from types import ModuleType

@@ -40,6 +40,8 @@ argument), and the cached kernel calls the op through the dispatcher at run
 time, as for a custom op that does not mutate.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

@@ -36,6 +36,8 @@ every release's torch/include/ATen/cpu/vec/vec_mask.h (2.6.0 - 2.15.0) has
 identical in 2.11.0 and 2.12.0.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

@@ -65,16 +65,18 @@ torch` itself makes 114 kernels through make_autograd_impl (2.10 - 2.14: 112
 prims, rngprims, debug_mode_ops), which costs nothing extra only if the
 patch compiles nothing there: compiling the edited function is ~1 ms, ~10 M
 instructions, 0.2 % of `import torch` (callgrind, torch 2.13.0, 2026-12-04).
-So the patch checks the fingerprint at import and puts a stand-in in place
-(_patching.rewritten_on_first_call) that sends the calls made while torch's
-own __init__ is still executing to the shipped make_autograd_impl, and every
-later call to the fixed copy, compiled at the first of them. The kernels
+So the patch puts a stand-in in place (_patching.rewritten_on_first_call)
+that sends the calls made while torch's own __init__ is still executing to
+the shipped make_autograd_impl, and every later call to the fixed copy,
+checked by fingerprint and compiled at the first of them. The kernels
 made during `import torch` behave alike either way: those ops have no
 backward formula (checked on 2.10.0, 2.12.1, 2.13.0 and 2.14.1: no
 CustomOpDef in OPDEFS has one after `import torch`), and the edits change
 only what happens after a formula returns. An op defined by any later import,
 torch's own or the user's, gets the fixed kernel.
 """
+
+from __future__ import annotations
 
 import sys
 from types import ModuleType

@@ -60,13 +60,17 @@ Not carried, deliberately: _worker_loop's new parameter `dataset_holder` and
 its `dataset = dataset_holder.pop()`; _worker_loop_from_holder does that pop
 (above). The two comment typo fixes of the same release are not code.
 
-Cost: torch.utils.data.dataloader is imported by `import torch`, and the
-rewrite of these two long functions (compile) cost several M instructions
-there. So apply() only checks both fingerprints (cheap:
-torch_backports._fingerprint cuts a block by indentation), and
-_patching.rewritten_on_first_call compiles each at its first call: the first
-multi-process DataLoader iterator of a process, and a worker's first loop.
+Cost: torch.utils.data.dataloader is imported by `import torch`, where the
+rewrite of these two long functions (compile) cost several M instructions,
+and reading their source for the fingerprints about half of the 4.0 M that
+the five checks `import torch` made on 2.13 cost (callgrind, 2026-12-05).
+So apply() puts stand-ins in place (_patching.rewritten_on_first_call),
+which check both fingerprints and compile each copy at its first call: the
+first multi-process DataLoader iterator of a process, and a worker's first
+loop.
 """
+
+from __future__ import annotations
 
 from types import ModuleType
 from typing import Any, Callable
@@ -146,24 +150,33 @@ def apply(dataloader: ModuleType, release: Release) -> Revert:
     if GLOBAL in vars(dataloader):
         raise RuntimeError("%s.%s exists: patched by torch-backports already"
                            % (dataloader.__name__, GLOBAL))
-    # Both checked before either is changed: both or neither. _worker_loop
+    # Both or neither: each stand-in checks both functions at its first call
+    # (its partner check), and either refusal puts both back. _worker_loop
     # lives in another module than this target, which the restore point
     # taken for a failing apply() does not cover.
+    originals = []
     for owner_of, name, verified, fixed in ((worker, "_worker_loop", LOOP_VERIFIED, LOOP_FIXED),
                                             (owner, "__init__", INIT_VERIFIED, INIT_FIXED)):
         function = vars(owner_of).get(name)
         if function is None:
             raise _patching.Unrecognised("%s.%s does not exist" % (owner_of.__name__, name))
-        _patching.check(function, "%s.%s" % (owner_of.__qualname__ if isinstance(owner_of, type)
-                                             else owner_of.__name__, name), verified, fixed)
-    # Compiled at first use, not in every `import torch`: the worker loop
-    # where a worker first runs it (the stand-in keeps its name, so pickle
-    # still sends torch.utils.data._utils.worker._worker_loop by reference).
+        originals.append((function, "%s.%s" % (owner_of.__qualname__ if isinstance(owner_of, type)
+                                                else owner_of.__name__, name), verified, fixed))
+
+    def check_both() -> None:
+        for function, where, verified, fixed in originals:
+            _patching.check(function, where, verified, fixed)
+
+    # Checked and compiled at first use, not in every `import torch`: the
+    # worker loop where a worker first runs it (the stand-in keeps its
+    # name, so pickle still sends torch.utils.data._utils.worker._worker_loop
+    # by reference).
     undo_loop = _patching.rewritten_on_first_call(worker, "_worker_loop", LOOP_EDITS,
-                                                  LOOP_VERIFIED, LOOP_FIXED)
+                                                  LOOP_VERIFIED, LOOP_FIXED, partner=check_both)
     try:
         undo_init = _patching.rewritten_on_first_call(owner, "__init__", INIT_EDITS,
-                                                      INIT_VERIFIED, INIT_FIXED)
+                                                      INIT_VERIFIED, INIT_FIXED,
+                                                      partner=check_both)
     except BaseException:
         undo_loop()
         raise
@@ -175,6 +188,11 @@ def apply(dataloader: ModuleType, release: Release) -> Revert:
         if vars(dataloader).get(GLOBAL) is _worker_loop_from_holder:
             delattr(dataloader, GLOBAL)
 
+    def check() -> None:
+        _patching.check_put_off(undo_loop)
+        _patching.check_put_off(undo_init)
+
+    revert.check = check  # type: ignore[attr-defined]
     return revert
 
 

@@ -104,6 +104,8 @@ RuntimeError. The handler's `assert not kwargs` is written
 `if kwargs: raise AssertionError`, as 2.12 and later have it.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

@@ -50,10 +50,12 @@ Cost: call_method is 392 lines with zero-argument super(), so its copy is
 compiled through ast, which cost ~60 M instructions (callgrind, torch
 2.10.0, 2026-12-05), 0.7 % of `import torch._inductor.codecache`: dynamo is
 imported by inductor whether or not anything is ever compiled. So the
-fingerprint is checked at import, and the copy is compiled at the first
-call of call_method (_patching.rewritten_on_first_call), inside the first
-compile that traces a method of such a module.
+fingerprint is checked and the copy compiled at the first call of
+call_method (_patching.rewritten_on_first_call), inside the first compile
+that traces a method of such a module.
 """
+
+from __future__ import annotations
 
 from types import ModuleType
 

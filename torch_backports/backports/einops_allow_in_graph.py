@@ -49,6 +49,8 @@ module attribute, is what dynamo calls. It raises Unrecognised if that entry
 is already gone (dynamo has looked at einops before the patch).
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

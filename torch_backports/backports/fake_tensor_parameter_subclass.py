@@ -48,6 +48,8 @@ nothing else in torch imports it (torch/distributed/_local_tensor has its
 own, unrelated copy), so replacing the module attribute is enough.
 """
 
+from __future__ import annotations
+
 import types
 from types import ModuleType
 

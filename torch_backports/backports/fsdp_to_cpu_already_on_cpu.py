@@ -44,6 +44,8 @@ already runs in place (nothing in 2.14 or 2.15 calls them from anywhere
 else), so adding them would change no behaviour.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

@@ -43,6 +43,8 @@ are not covered. The wrapper goes around the whole of the shipped dumps,
 whose `finally` resets the stream.
 """
 
+from __future__ import annotations
+
 import inspect
 import logging
 import pickle

@@ -48,6 +48,8 @@ call_function also adds a `fallback_to_eager` custom node meta check: that
 is another PR (a feature), not carried.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

@@ -64,6 +64,8 @@ once, and the fixed graph is cached under its own key. Where the keys
 cannot name it, it is not applied.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

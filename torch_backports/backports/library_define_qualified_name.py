@@ -44,12 +44,13 @@ it would be a second rewrite of code torch imports at start for no behaviour
 this patch does not already give.
 
 Cost: torch.library is imported by `import torch`, which defines ~130 ops
-through Library.define itself. So the fingerprint is checked there, but the
-fixed copy is compiled only at the first define() of a schema whose name
-holds "::", the one input where it differs from the shipped code; every
-other call goes to the shipped define (_patching.rewritten_on_first_call
-with `when`).
+through Library.define itself. So the fingerprint is checked and the fixed
+copy compiled only at the first define() of a schema whose name holds "::",
+the one input where it differs from the shipped code; every other call goes
+to the shipped define (_patching.rewritten_on_first_call with `when`).
 """
+
+from __future__ import annotations
 
 from types import ModuleType
 

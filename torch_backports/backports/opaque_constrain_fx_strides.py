@@ -51,6 +51,8 @@ keep the shipped function: add_layout_constraint entries for aten ops
 arguments are tensors, so they never meet an opaque object.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching

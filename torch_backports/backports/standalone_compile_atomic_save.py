@@ -39,6 +39,8 @@ calls the installed one. This patch makes the PR's edit in the installed
 method's own source: two lines.
 """
 
+from __future__ import annotations
+
 from types import ModuleType
 
 from .. import _patching
