@@ -7,8 +7,6 @@ executes, the watcher arms post-import hooks (_hooks), one per backport's
 target module, and each patch is made when its target is imported.
 """
 
-from __future__ import annotations
-
 # Cost contract. This module is imported at the start of every interpreter
 # in an environment where torch-backports is installed, including the ones
 # that never touch torch: pip, test runners, one-line scripts. It therefore

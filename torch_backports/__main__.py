@@ -1,7 +1,5 @@
 """`python -m torch_backports`: the same as the `torch-backports` command."""
 
-from __future__ import annotations
-
 from torch_backports._cli import entry_point
 
 entry_point()
