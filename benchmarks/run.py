@@ -440,20 +440,37 @@ def main() -> int:
             "machine": "%s, %d cores, %s" % (platform.machine(), os.cpu_count() or 0,
                                              platform.platform()),
             "command": "python benchmarks/run.py" + (" --quick" if quick else "")
-            + ("" if args.torch == "2.10.0" else " --torch " + args.torch)}
+            + ("" if args.torch == "2.10.0" else " --torch " + args.torch),
+            "commit": source_commit()}
     lines = ["| what (A = with torch-backports, B = without) | wall A/B, median of paired "
              "runs (95% CI of that median; min .. max) | CPU A/B median "
              "| instructions A/B (callgrind, one run each) | target | runs |",
              "|---|---|---|---|---|---|"]
     lines += [fmt_row(key, results[key]) for key in TARGETS]
-    print("%s, torch %s, Python %s, %s%s" % (meta["date"], meta["torch"], meta["python"],
-                                            meta["machine"], " (quick)" if quick else ""))
+    print("%s, commit %s, torch %s, Python %s, %s%s" % (
+        meta["date"], meta["commit"], meta["torch"], meta["python"], meta["machine"],
+        " (quick)" if quick else ""))
     print("\n".join(lines))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     results.path.unlink()
     print("wrote", out)
     return 0
+
+
+def source_commit() -> Optional[str]:
+    """The commit of the checkout A's wheel was built from, with "+changes"
+    where the work tree differs from it; None outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=30)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 if __name__ == "__main__":
