@@ -236,8 +236,13 @@ def test_checks_put_off_refuse_unknown_code_when_status_asks():
         pytest.skip("torch %s needs none of these backports" % EXPECTED)
     done = run_interpreter(["-c", REFUSING, json.dumps(wanted)])
     assert done.returncode == 0, done.stderr[-3000:]
-    for name, (state, before, after) in last_json(done.stdout).items():
-        assert before == [True] * len(before), name  # the stand-ins, unchecked
+    result = last_json(done.stdout)
+    # Before status, each is a stand-in whose check is still to come, or
+    # the original, put back at its first call (importing dynamo on 2.10
+    # defines ops, which calls make_autograd_impl); status must finish the
+    # checks still to come, so at least one was.
+    assert any(any(before) for _, before, _ in result.values()), result
+    for name, (state, before, after) in result.items():
         assert state == "unrecognised", name
         assert after == [False] * len(after), name  # put back as shipped
 
