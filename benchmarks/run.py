@@ -388,6 +388,7 @@ def main() -> int:
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     quick = args.quick
+    commit = source_commit()  # now, when A's wheel is built from the checkout
     n = {"startup": 20 if quick else 2000, "torch": 2 if quick else 100,
          "compile": 1 if quick else 20, "dumps": 200 if quick else 40000}
     warm = 0 if quick else 1
@@ -441,7 +442,7 @@ def main() -> int:
                                              platform.platform()),
             "command": "python benchmarks/run.py" + (" --quick" if quick else "")
             + ("" if args.torch == "2.10.0" else " --torch " + args.torch),
-            "commit": source_commit()}
+            "commit": commit}
     lines = ["| what (A = with torch-backports, B = without) | wall A/B, median of paired "
              "runs (95% CI of that median; min .. max) | CPU A/B median "
              "| instructions A/B (callgrind, one run each) | target | runs |",
