@@ -341,3 +341,10 @@ def test_rewritten_on_first_call_with_when_sends_only_those_calls_to_the_copy(mo
     assert module.helper is stand_in and module.helper(4) == 6
     revert()
     assert module.helper is original
+
+
+def test_own_class_is_read_from_the_module_namespace(module):
+    assert _patching.own_class(module, "Kernel") is module.Kernel
+    for name in ("helper", "Missing"):  # a function; nothing at all
+        with pytest.raises(_patching.Unrecognised, match="has no class %s" % name):
+            _patching.own_class(module, name)

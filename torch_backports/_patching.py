@@ -44,6 +44,15 @@ def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerp
     return source
 
 
+def own_class(module: Any, name: str) -> type:
+    """The class `name` in `module`'s own namespace (never an attribute that
+    module-level __getattr__ makes up); Unrecognised if there is none."""
+    found = vars(module).get(name)
+    if not isinstance(found, type):
+        raise Unrecognised("%s has no class %s" % (getattr(module, "__name__", module), name))
+    return found
+
+
 def _current(owner: Any, name: str) -> "tuple[Any, str]":
     """The value of `name` in `owner`'s own __dict__ (a class's or a
     module's, never inherited), and its name for messages."""

@@ -92,9 +92,7 @@ EDITS = [
 def apply(nn_module: ModuleType, release: Release) -> Revert:
     """Replace nn_module.NNModuleVariable.call_method by the 2.10.0 one with
     wrap_values fixed; return the undo."""
-    owner = vars(nn_module).get("NNModuleVariable")
-    if not isinstance(owner, type):
-        raise _patching.Unrecognised("%s has no class NNModuleVariable" % nn_module.__name__)
+    owner = _patching.own_class(nn_module, "NNModuleVariable")
     return _patching.rewritten_on_first_call(owner, "call_method", EDITS, VERIFIED, FIXED)
 
 

@@ -114,9 +114,7 @@ def apply(proxy_tensor: ModuleType, release: Release) -> Revert:
     """Make proxy_tensor._ModuleStackTracer.trace fill
     _FAKE_TENSOR_ID_TO_PROXY_MAP_FOR_EXPORT only for the leak detector;
     return the undo."""
-    owner = vars(proxy_tensor).get("_ModuleStackTracer")
-    if not isinstance(owner, type):
-        raise _patching.Unrecognised("%s has no class _ModuleStackTracer" % proxy_tensor.__name__)
+    owner = _patching.own_class(proxy_tensor, "_ModuleStackTracer")
     # Checked and compiled at the first export, not in every `import torch`.
     return _patching.rewritten_on_first_call(owner, "trace", EDITS, VERIFIED, FIXED)
 

@@ -85,9 +85,7 @@ EDITS = [
 def apply(graph: ModuleType, release: Release) -> Revert:
     """Replace graph.GraphLowering.call_function by the installed one with
     the fallback message made lazy; return the undo."""
-    owner = vars(graph).get("GraphLowering")
-    if not isinstance(owner, type):
-        raise _patching.Unrecognised("%s has no GraphLowering" % graph.__name__)
+    owner = _patching.own_class(graph, "GraphLowering")
     # The edit names LazyString, which the method reads from graph's globals.
     if not callable(vars(graph).get("LazyString")):
         raise _patching.Unrecognised("%s does not import LazyString" % graph.__name__)

@@ -101,9 +101,7 @@ EDITS = [
 def apply(joint_graph: ModuleType, release: Release) -> Revert:
     """Replace joint_graph.UniformValueConstantFolder._add_peephole_patterns
     by the installed one with upstream's dtype check; return the undo."""
-    owner = vars(joint_graph).get("UniformValueConstantFolder")
-    if not isinstance(owner, type):
-        raise _patching.Unrecognised("%s has no UniformValueConstantFolder" % joint_graph.__name__)
+    owner = _patching.own_class(joint_graph, "UniformValueConstantFolder")
     method = vars(owner).get("_add_peephole_patterns")
     if method is None:  # 2.7.0 and older: no peephole, nothing folds x * 0
         raise _patching.Unrecognised("UniformValueConstantFolder has no _add_peephole_patterns")

@@ -80,9 +80,7 @@ EDITS = [
 def apply(library: ModuleType, release: Release) -> Revert:
     """Replace library.Library.define by one that does not prefix a name
     already qualified; return the undo."""
-    owner = vars(library).get("Library")
-    if not isinstance(owner, type) or "define" not in vars(owner):
-        raise _patching.Unrecognised("%s has no Library.define" % library.__name__)
+    owner = _patching.own_class(library, "Library")
     # The fix changes only what a schema whose name holds "::" records, and
     # `import torch` defines ~130 ops itself: only such a call goes to the
     # fixed copy, compiled when first needed.
