@@ -29,8 +29,7 @@ _WRAPPER_MARK = "_self_torch_backports_wrapper"
 def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> str:
     """Raise unless `function`'s source is one of the `verified`
     fingerprints; return that source."""
-    if getattr(function, _MARK, False) or getattr(function, _WRAPPER_MARK, False):
-        raise RuntimeError("%s is already patched by torch-backports" % where)
+    _refuse_ours(function, where)
     try:
         found, source = _fingerprint.source_of(function, {**verified, **fixed})
     except (OSError, TypeError) as exc:
@@ -44,6 +43,13 @@ def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerp
     return source
 
 
+def _refuse_ours(function: Any, where: str) -> None:
+    """Raise RuntimeError if `function` is a replacement or wrapper that
+    torch-backports made (this copy or another)."""
+    if getattr(function, _MARK, False) or getattr(function, _WRAPPER_MARK, False):
+        raise RuntimeError("%s is already patched by torch-backports" % where)
+
+
 def own_class(module: Any, name: str) -> type:
     """The class `name` in `module`'s own namespace (never an attribute that
     module-level __getattr__ makes up); Unrecognised if there is none."""
@@ -53,9 +59,10 @@ def own_class(module: Any, name: str) -> type:
     return found
 
 
-def _current(owner: Any, name: str) -> "tuple[Any, str]":
+def own_attribute(owner: Any, name: str) -> "tuple[Any, str]":
     """The value of `name` in `owner`'s own __dict__ (a class's or a
-    module's, never inherited), and its name for messages."""
+    module's, never inherited), and its name for messages; Unrecognised if
+    there is none."""
     where = "%s.%s" % (getattr(owner, "__qualname__", getattr(owner, "__name__", owner)), name)
     try:
         return vars(owner)[name], where
@@ -77,7 +84,7 @@ def replace_attribute(owner: Any, name: str, new: Any, verified: Fingerprints,
                       fixed: Fingerprints) -> Revert:
     """Set `owner.name` to `new` if the current value (found in the owner's own
     __dict__, a class's or a module's) is verified code; return the undo."""
-    old, where = _current(owner, name)
+    old, where = own_attribute(owner, name)
     check(old, where, verified, fixed)
     setattr(new, _MARK, True)
     return _install(owner, name, old, new)
@@ -93,7 +100,7 @@ def wrap_attribute(owner: Any, name: str, wrapper: Callable, verified: "Fingerpr
     """
     import wrapt
 
-    old, where = _current(owner, name)
+    old, where = own_attribute(owner, name)
     if getattr(old, _WRAPPER_MARK, False):
         raise RuntimeError("%s is already patched by torch-backports" % where)
     if verified is not None:
@@ -195,9 +202,8 @@ def rewritten_on_first_call(owner: Any, name: str,
     the others to the original: for a function that `import torch` itself
     calls, with arguments the fix does not concern.
     """
-    original, where = _current(owner, name)
-    if getattr(original, _MARK, False) or getattr(original, _WRAPPER_MARK, False):
-        raise RuntimeError("%s is already patched by torch-backports" % where)
+    original, where = own_attribute(owner, name)
+    _refuse_ours(original, where)
 
     failure: "list[Exception]" = []  # why the original was put back, once it was
     passed: "list[bool]" = []  # [True] once the check has passed
@@ -228,7 +234,8 @@ def rewritten_on_first_call(owner: Any, name: str,
         if not made:
             try:
                 checked()
-                new = rewritten(original, _edits_for(original, edits), verified, fixed)
+                new = rewritten(original, _edits_for(original, edits, {**verified, **fixed}),
+                                verified, fixed)
                 setattr(new, _MARK, True)
             except Exception as exc:
                 if not failure:
@@ -271,10 +278,12 @@ def check_put_off(revert: Revert) -> None:
         checked()
 
 
-def _edits_for(function: Callable, edits: "list[tuple[str, str]] | dict[str, list[tuple[str, str]]]"
-               ) -> "list[tuple[str, str]]":
+def _edits_for(function: Callable, edits: "list[tuple[str, str]] | dict[str, list[tuple[str, str]]]",
+               known: Fingerprints) -> "list[tuple[str, str]]":
+    """`edits`, or where they are by fingerprint, those for `function`'s
+    (found among `known` as its check found it)."""
     if isinstance(edits, dict):
-        return list(edits.get(_fingerprint.of_function(function), ()))
+        return list(edits.get(_fingerprint.of_function(function, known), ()))
     return edits
 
 

@@ -154,14 +154,10 @@ def apply(dataloader: ModuleType, release: Release) -> Revert:
     # (its partner check), and either refusal puts both back. _worker_loop
     # lives in another module than this target, which the restore point
     # taken for a failing apply() does not cover.
-    originals = []
-    for owner_of, name, verified, fixed in ((worker, "_worker_loop", LOOP_VERIFIED, LOOP_FIXED),
-                                            (owner, "__init__", INIT_VERIFIED, INIT_FIXED)):
-        function = vars(owner_of).get(name)
-        if function is None:
-            raise _patching.Unrecognised("%s.%s does not exist" % (owner_of.__name__, name))
-        originals.append((function, "%s.%s" % (owner_of.__qualname__ if isinstance(owner_of, type)
-                                                else owner_of.__name__, name), verified, fixed))
+    originals = [(*_patching.own_attribute(owner_of, name), verified, fixed)
+                 for owner_of, name, verified, fixed in (
+                     (worker, "_worker_loop", LOOP_VERIFIED, LOOP_FIXED),
+                     (owner, "__init__", INIT_VERIFIED, INIT_FIXED))]
 
     def check_both() -> None:
         for function, where, verified, fixed in originals:
