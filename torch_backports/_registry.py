@@ -46,6 +46,7 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
      (2, 9, 0), (2, 15, 0)),
     ("aot-autograd-cache-autocast", "torch._functorch._aot_autograd.autograd_cache",
      (2, 12, 0), (2, 14, 0)),
+    ("inductor-fused-mutation-read-alias", "torch._inductor.scheduler", (2, 10, 0), (2, 15, 0)),
 )
 
 

@@ -1,5 +1,6 @@
-"""Compile x * 0 + 1 with the inductor cache dir of argv[1]; print the
-result and the cache counters as JSON (for test_codegen_cache.py)."""
+"""Compile one case of a code-changing backport with the inductor cache dir
+of argv[1]; print whether the compiled result matches eager, and the cache
+counters, as JSON (for test_codegen_cache.py). argv[2] names the case."""
 
 import json
 import os
@@ -11,10 +12,28 @@ os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 import torch  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
-x = torch.tensor([float("nan"), float("inf"), 2.0])
-got = torch.compile(lambda t: t * 0 + 1, backend="inductor", fullgraph=True)(x)
+
+def mul_zero(t):  # inductor-mul-zero-nan: stock folds x * 0 to 0, losing nan/inf
+    return t * 0 + 1
+
+
+def put_then_flip(t):  # inductor-fused-mutation-read-alias
+    t.index_put_((torch.arange(t.size(0)),), t * 2.0)
+    t.add_(t.flip(0))
+    return t
+
+
+CASES = {
+    "inductor-mul-zero-nan": (mul_zero, torch.tensor([float("nan"), float("inf"), 2.0])),
+    "inductor-fused-mutation-read-alias": (put_then_flip, torch.arange(32.0).reshape(4, 8)),
+}
+
+f, x = CASES[sys.argv[2]]
+want = f(x.clone())
+got = torch.compile(f, backend="inductor", fullgraph=True)(x.clone())
 print(json.dumps({
-    "result": [repr(v) for v in got.tolist()],
+    "matches_eager": bool(torch.equal(got.isnan(), want.isnan())
+                          and torch.equal(got.nan_to_num(), want.nan_to_num())),
     "fx": {k: v for k, v in counters["inductor"].items() if k.startswith("fxgraph_cache")},
     "aot": {k: v for k, v in counters["aot_autograd"].items() if k.startswith("autograd_cache")},
 }))

@@ -1,0 +1,147 @@
+"""Inductor no longer fuses the write-back of a mutated buffer into a kernel
+that reads the same buffer, under an earlier mutation's name, at other
+positions.
+
+Upstream:
+  https://github.com/pytorch/pytorch/issues/198270   the bug (high priority)
+  The fix is in torch 2.15.0 (read from its wheel); the search tool found no
+  pull request for it, so the issue is the reference.
+
+A silent wrong result, on the CPU and on CUDA:
+
+  >>> def f(x):
+  ...     x.index_put_((torch.arange(x.size(0)),), x * 2.0)
+  ...     x.add_(x.flip(0))
+  ...     return x
+  >>> x = torch.rand(4, 8)
+  >>> (torch.compile(f)(x.clone()) != f(x.clone())).sum()   # stock 2.10 - 2.14
+  tensor(16)
+
+The same with index_copy_, index_add_ or x[idx] = ... first, and with
+x.copy_(x.flip(0)) second. The index_put_ makes a new buffer name for x (a
+mutation of x's buffer); the add_ reads that name at flipped positions and
+writes x back. Scheduler.fusable_weak_dep, which allows a read and a later
+in-place write of one buffer into a single kernel only where each reads the
+position it writes, looked for reads of the buffer under its real name
+(`read.name == real_name`) and so missed the read under the earlier
+mutation's name. The write-back was fused in, and later positions read
+values already overwritten.
+
+2.15.0 maps each read's name through mutation_real_name before comparing
+(`self.mutation_real_name.get(read.name, read.name) == real_name`), with a
+comment; nothing else in the function changed for this fix. The backport
+makes exactly that edit in the installed function
+(torch_backports._patching.rewritten) and sets it on Scheduler.
+
+Read from each release's torch/_inductor/scheduler.py:
+
+  release          Scheduler.fusable_weak_dep
+  2.9.1            e9e5012474ef23df   compares read.name (one reading node)
+  2.10.0, 2.11.0   da337be84f1e421f   the same, per reading node (foreach)
+  2.12.1, 2.13.0   450a71faf72ffecd   plus the non-injective scatter check
+  2.14.1           3f0ebd3d38587d7c   plus the halide check
+  2.15.0           8f0b48b094dcbd92   maps read names (the fix)
+
+The reproducer was run on stock 2.13.0 (16 of 32 elements wrong) and on
+2.10.0; the issue reports 2.9.1 the same on CUDA. 2.9.1's function has the
+same comparison, so its fingerprint is verified and patched too, but the
+backport claims 2.10.0 onwards: the first release on which its reproducer
+was run here. Releases whose wheels were not read (2.12.0, 2.14.0) are
+patched only where the function has a fingerprint above.
+
+Graphs compiled by stock torch and stored in inductor's caches hold the
+wrongly fused kernel under keys that hash torch's files, which the patch
+leaves as they are. So the backport declares changes_codegen: while it is
+applied those keys name it (torch_backports._cache_key), and a graph stock
+torch cached is compiled anew.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from .. import _patching
+from .._backport import Backport, Release, Revert
+
+NAME = "inductor-fused-mutation-read-alias"
+
+VERIFIED = {
+    "e9e5012474ef23df": "2.9.1",
+    "da337be84f1e421f": "2.10.0, 2.11.0",
+    "450a71faf72ffecd": "2.12.1, 2.13.0",
+    "3f0ebd3d38587d7c": "2.14.1",
+}
+FIXED = {"8f0b48b094dcbd92": "2.15.0"}
+
+# The 2.15.0 change, in the dedented source of fusable_weak_dep. Each
+# release has the comparison once (2.9.1 on one line with its
+# comprehension, the others on a line of their own).
+EDITS = [
+    (
+        "if read.name == real_name",
+        "if self.mutation_real_name.get(read.name, read.name) == real_name",
+    ),
+]
+
+
+def apply(scheduler: ModuleType, release: Release) -> Revert:
+    """Replace scheduler.Scheduler.fusable_weak_dep by the installed one with
+    read names mapped through mutation_real_name; return the undo."""
+    owner = _patching.own_class(scheduler, "Scheduler")
+    method = vars(owner).get("fusable_weak_dep")
+    if method is None:
+        raise _patching.Unrecognised("Scheduler has no fusable_weak_dep")
+    fixed = _patching.rewritten(method, EDITS, VERIFIED, FIXED)
+    return _patching.replace_attribute(owner, "fusable_weak_dep", fixed, VERIFIED, FIXED)
+
+
+# The issue's program at its small shape, where the CPU gets it wrong every
+# time, and its index_copy_ / copy_ variant. A fresh inductor cache, so that
+# no graph compiled by another run is loaded instead of compiled.
+REPRODUCER = r"""
+import os, sys, tempfile
+_cache = tempfile.TemporaryDirectory(prefix="inductor-cache-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache.name
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+import torch
+from torch._inductor import cpp_builder
+
+try:
+    cpp_builder.get_cpp_compiler()
+except Exception as exc:
+    print("skipped: needs a C++ compiler for inductor's CPU backend (%s)" % exc)
+    sys.exit(77)
+
+def put(x):
+    x.index_put_((torch.arange(x.size(0)),), x * 2.0)
+    x.add_(x.flip(0))
+    return x
+
+def copy(x):
+    x.index_copy_(0, torch.arange(x.size(0)), x * 2.0)
+    x.copy_(x.flip(0))
+    return x
+
+torch.manual_seed(0)
+x = torch.rand(4, 8)
+for f in (put, copy):
+    want = f(x.clone())
+    got = torch.compile(f, backend="inductor", fullgraph=True)(x.clone())
+    wrong = int((got != want).sum())
+    if wrong:
+        raise AssertionError("compiled %s then a read of x at other positions: %d of %d "
+                             "elements differ from eager" % (f.__name__, wrong, x.numel()))
+"""
+
+BACKPORT = Backport(
+    name=NAME,
+    summary="inductor no longer fuses an in-place write of x into a kernel that reads x "
+    "at other positions after an index_put_/index_copy_ into x (silent wrong result)",
+    upstream=("https://github.com/pytorch/pytorch/issues/198270",),
+    first_affected=(2, 10, 0),
+    first_fixed=(2, 15, 0),
+    apply=apply,
+    reproducer=REPRODUCER,
+    symptom="then a read of x at other positions",
+    changes_codegen=True,
+)
