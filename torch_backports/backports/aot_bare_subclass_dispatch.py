@@ -27,6 +27,7 @@ Read from each release's torch/_functorch/_aot_autograd/runtime_wrappers.py:
   release                  _AnalyzeCustomOpInputOutputMode.__torch_dispatch__
   2.9.1, 2.10.0            absent (no such mode; not affected)
   2.11.0 - 2.14.1          f7aa2bbdf26e20e4   `type(...) not in HANDLED_TYPES`
+                           (2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.1 read)
   2.15.0                   c6905ca6ba67b19e   the fix
 
 The backport makes upstream's edit in the installed method
@@ -48,7 +49,7 @@ from .._backport import Backport, Release, Revert
 
 NAME = "aot-bare-subclass-dispatch"
 
-VERIFIED = {"f7aa2bbdf26e20e4": "2.11.0, 2.12.1, 2.13.0, 2.14.1"}
+VERIFIED = {"f7aa2bbdf26e20e4": "2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.1"}
 FIXED = {"c6905ca6ba67b19e": "2.15.0"}
 
 OLD = "        if type(underlying_tensor) not in HANDLED_TYPES:\n"

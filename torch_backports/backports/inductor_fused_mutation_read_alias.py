@@ -38,7 +38,7 @@ Read from each release's torch/_inductor/scheduler.py:
   release          Scheduler.fusable_weak_dep
   2.9.1            e9e5012474ef23df   compares read.name (one reading node)
   2.10.0, 2.11.0   da337be84f1e421f   the same, per reading node (foreach)
-  2.12.1, 2.13.0   450a71faf72ffecd   plus the non-injective scatter check
+  2.12.0 - 2.13.0 450a71faf72ffecd   plus the non-injective scatter check
   2.14.1           3f0ebd3d38587d7c   plus the halide check
   2.15.0           8f0b48b094dcbd92   maps read names (the fix)
 
@@ -46,7 +46,7 @@ The reproducer was run on stock 2.13.0 (16 of 32 elements wrong) and on
 2.10.0; the issue reports 2.9.1 the same on CUDA. 2.9.1's function has the
 same comparison, so its fingerprint is verified and patched too, but the
 backport claims 2.10.0 onwards: the first release on which its reproducer
-was run here. Releases whose wheels were not read (2.12.0, 2.14.0) are
+was run here. Releases whose wheels were not read (2.11.1, 2.14.0, ...) are
 patched only where the function has a fingerprint above.
 
 Graphs compiled by stock torch and stored in inductor's caches hold the
@@ -68,7 +68,7 @@ NAME = "inductor-fused-mutation-read-alias"
 VERIFIED = {
     "e9e5012474ef23df": "2.9.1",
     "da337be84f1e421f": "2.10.0, 2.11.0",
-    "450a71faf72ffecd": "2.12.1, 2.13.0",
+    "450a71faf72ffecd": "2.12.0, 2.12.1, 2.13.0",
     "3f0ebd3d38587d7c": "2.14.1",
 }
 FIXED = {"8f0b48b094dcbd92": "2.15.0"}
