@@ -78,5 +78,24 @@ def affects(first_affected: Release, first_fixed: Release) -> str:
     return ">=%s,<%s" % (format_release(first_affected), format_release(first_fixed))
 
 
+# The start of a reproducer that compiles with inductor's C++ backend: a
+# fresh inductor cache, so that no graph or kernel another run cached is
+# loaded instead of compiled; one compile worker; and a skip (exit 77) where
+# there is no C++ compiler. The reproducer's own code follows it.
+INDUCTOR_CPU_PRELUDE = r"""
+import os, sys, tempfile
+_cache = tempfile.TemporaryDirectory(prefix="inductor-cache-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache.name
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+import torch
+from torch._inductor import cpp_builder
+
+try:
+    cpp_builder.get_cpp_compiler()
+except Exception as exc:
+    print("skipped: needs a C++ compiler for inductor's CPU backend (%s)" % exc)
+    sys.exit(77)
+"""
+
 Fingerprints = Mapping[str, str]
 """Fingerprint (torch_backports._fingerprint) -> the releases it was read from."""

@@ -14,7 +14,7 @@ A silent wrong result, on the CPU and on CUDA:
   ...     x.add_(x.flip(0))
   ...     return x
   >>> x = torch.rand(4, 8)
-  >>> (torch.compile(f)(x.clone()) != f(x.clone())).sum()   # stock 2.10 - 2.14
+  >>> (torch.compile(f)(x.clone()) != f(x.clone())).sum()   # stock 2.9 - 2.14; fixed here from 2.10
   tensor(16)
 
 The same with index_copy_, index_add_ or x[idx] = ... first, and with
@@ -36,18 +36,21 @@ makes exactly that edit in the installed function
 Read from each release's torch/_inductor/scheduler.py:
 
   release          Scheduler.fusable_weak_dep
-  2.9.1            e9e5012474ef23df   compares read.name (one reading node)
+  2.9.0, 2.9.1     e9e5012474ef23df   one reading node (affected, not claimed)
   2.10.0, 2.11.0   da337be84f1e421f   the same, per reading node (foreach)
   2.12.0 - 2.13.0 450a71faf72ffecd   plus the non-injective scatter check
   2.14.1           3f0ebd3d38587d7c   plus the halide check
   2.15.0           8f0b48b094dcbd92   maps read names (the fix)
 
-The reproducer was run on stock 2.13.0 (16 of 32 elements wrong) and on
-2.10.0; the issue reports 2.9.1 the same on CUDA. 2.9.1's function has the
-same comparison, so its fingerprint is verified and patched too, but the
-backport claims 2.10.0 onwards: the first release on which its reproducer
-was run here. Releases whose wheels were not read (2.11.1, 2.14.0, ...) are
-patched only where the function has a fingerprint above.
+The reproducer failed on stock 2.9.1, 2.10.0, 2.11.0 and 2.13.0 (16 of 32
+elements wrong), and passed with the patch on 2.10.0, 2.11.0 and 2.13.0
+(2026-12-05). On 2.9.1 the same edit, applied, still left 16 of 32 wrong:
+2.9's function looks at one reading node only and has neither 2.10's
+foreach loop nor its StarDep check, so more than this fix is missing there.
+2.9 is therefore not claimed (its fingerprint, e9e5012474ef23df for 2.9.0
+and 2.9.1, is not accepted), and releases before 2.9 were not examined.
+Releases whose wheels were not read (2.11.1, 2.14.0, ...) are patched only
+where the function has a fingerprint above.
 
 Graphs compiled by stock torch and stored in inductor's caches hold the
 wrongly fused kernel under keys that hash torch's files, which the patch
@@ -61,21 +64,19 @@ from __future__ import annotations
 from types import ModuleType
 
 from .. import _patching
-from .._backport import Backport, Release, Revert
+from .._backport import INDUCTOR_CPU_PRELUDE, Backport, Release, Revert
 
 NAME = "inductor-fused-mutation-read-alias"
 
 VERIFIED = {
-    "e9e5012474ef23df": "2.9.1",
     "da337be84f1e421f": "2.10.0, 2.11.0",
     "450a71faf72ffecd": "2.12.0, 2.12.1, 2.13.0",
     "3f0ebd3d38587d7c": "2.14.1",
 }
 FIXED = {"8f0b48b094dcbd92": "2.15.0"}
 
-# The 2.15.0 change, in the dedented source of fusable_weak_dep. Each
-# release has the comparison once (2.9.1 on one line with its
-# comprehension, the others on a line of their own).
+# The 2.15.0 change, in the dedented source of fusable_weak_dep, where each
+# claimed release has the comparison once.
 EDITS = [
     (
         "if read.name == real_name",
@@ -96,22 +97,8 @@ def apply(scheduler: ModuleType, release: Release) -> Revert:
 
 
 # The issue's program at its small shape, where the CPU gets it wrong every
-# time, and its index_copy_ / copy_ variant. A fresh inductor cache, so that
-# no graph compiled by another run is loaded instead of compiled.
-REPRODUCER = r"""
-import os, sys, tempfile
-_cache = tempfile.TemporaryDirectory(prefix="inductor-cache-")
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache.name
-os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-import torch
-from torch._inductor import cpp_builder
-
-try:
-    cpp_builder.get_cpp_compiler()
-except Exception as exc:
-    print("skipped: needs a C++ compiler for inductor's CPU backend (%s)" % exc)
-    sys.exit(77)
-
+# time, and its index_copy_ / copy_ variant.
+REPRODUCER = INDUCTOR_CPU_PRELUDE + r"""
 def put(x):
     x.index_put_((torch.arange(x.size(0)),), x * 2.0)
     x.add_(x.flip(0))

@@ -69,7 +69,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from .. import _patching
-from .._backport import Backport, Release, Revert
+from .._backport import INDUCTOR_CPU_PRELUDE, Backport, Release, Revert
 
 NAME = "inductor-mul-zero-nan"
 
@@ -112,22 +112,8 @@ def apply(joint_graph: ModuleType, release: Release) -> Revert:
 # pytorch/pytorch#186281's regression tests (test_mul_by_zero_extremal,
 # test_uniform_value_mul_by_zero): float and complex `x * 0` keep nan/inf as
 # in eager, integer and bool `x * 0` are still 0. (Inductor warns that it
-# does not generate code for complex operators, as stock torch does.) A fresh inductor cache, so that no graph
-# compiled by another run is loaded instead of compiled.
-REPRODUCER = r"""
-import os, sys, tempfile
-_cache = tempfile.TemporaryDirectory(prefix="inductor-cache-")
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache.name
-os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-import torch
-from torch._inductor import cpp_builder
-
-try:
-    cpp_builder.get_cpp_compiler()
-except Exception as exc:
-    print("skipped: needs a C++ compiler for inductor's CPU backend (%s)" % exc)
-    sys.exit(77)
-
+# does not generate code for complex operators, as stock torch does.)
+REPRODUCER = INDUCTOR_CPU_PRELUDE + r"""
 def f(x, n, b, c):
     return x * 0 + 1, n * 0 + 1, b * 0 + 1, c * 0 + 1
 
