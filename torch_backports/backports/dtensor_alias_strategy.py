@@ -212,7 +212,7 @@ def apply(tensor_ops: ModuleType, release: Release) -> Revert:
 # it, on a one-rank gloo group on CPU. Each check runs, so that stock prints
 # every missing strategy.
 REPRODUCER = r'''
-import os, socket, sys, traceback
+import sys, traceback
 import torch
 import torch.distributed as dist
 
@@ -223,11 +223,9 @@ if not dist.is_available() or not dist.is_gloo_available():
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1")
-dist.init_process_group("gloo", rank=0, world_size=1)
+# One rank needs no rendezvous: a HashStore binds no port another program
+# could take first.
+dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 failed = []
 
 
