@@ -110,7 +110,10 @@ def wrap_attribute(owner: Any, name: str, wrapper: Callable, verified: "Fingerpr
     return _install(owner, name, old, new)
 
 
-def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fingerprints,
+Edits = "list[tuple[str, str]] | Callable[[str], list[tuple[str, str]]]"
+
+
+def rewritten(function: Callable, edits: Edits, verified: Fingerprints,
               fixed: Fingerprints) -> Callable:
     """A copy of `function` compiled from its own source with `edits` applied.
 
@@ -123,12 +126,21 @@ def rewritten(function: Callable, edits: "list[tuple[str, str]]", verified: Fing
     copy has the original's globals, defaults, name and line numbers
     (tracebacks point into torch's file), and its `__class__` cell where the
     original uses zero-argument super().
+
+    `edits` may instead be a function of that dedented source giving the
+    pairs, for a change such as putting lines in a try block, whose text
+    (the lines, indented) differs between the verified releases.
     """
     import __future__
     import textwrap
 
     where = getattr(function, "__qualname__", repr(function))
     source = _fingerprint.dedent(check(function, where, verified, fixed))
+    if callable(edits):
+        try:
+            edits = edits(source)
+        except ValueError as exc:  # str.index() found no place for an edit
+            raise Unrecognised("%s: %s" % (where, exc)) from None
     for old, new in edits:
         if source.count(old) != 1:
             raise Unrecognised("%s: %r occurs %d times, not once" % (where, old, source.count(old)))

@@ -49,6 +49,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("inductor-fused-mutation-read-alias", "torch._inductor.scheduler", (2, 10, 0), (2, 15, 0)),
     ("aot-bare-subclass-dispatch", "torch._functorch._aot_autograd.runtime_wrappers",
      (2, 11, 0), (2, 15, 0)),
+    ("tensor-register-hook-stale-view", "torch._tensor", (2, 7, 0), (2, 15, 0)),
+    ("fx-wrap-frame-cycle", "torch.fx._symbolic_trace", (2, 7, 0), (2, 15, 0)),
 )
 
 
