@@ -51,6 +51,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
      (2, 11, 0), (2, 15, 0)),
     ("tensor-register-hook-stale-view", "torch._tensor", (2, 7, 0), (2, 15, 0)),
     ("fx-wrap-frame-cycle", "torch.fx._symbolic_trace", (2, 7, 0), (2, 15, 0)),
+    ("inductor-reinplace-scatter-self-overlap", "torch._inductor.fx_passes.reinplace",
+     (2, 7, 0), (2, 15, 0)),
 )
 
 
