@@ -23,14 +23,23 @@ def put_then_flip(t):  # inductor-fused-mutation-read-alias
     return t
 
 
+def copy_then_add(dst, src):  # inductor-noop-copy-of-mutated-input
+    dst[0:, :] = src[0:, :]
+    src.add_(1)
+    return dst
+
+
 CASES = {
     "inductor-mul-zero-nan": (mul_zero, torch.tensor([float("nan"), float("inf"), 2.0])),
     "inductor-fused-mutation-read-alias": (put_then_flip, torch.arange(32.0).reshape(4, 8)),
+    "inductor-noop-copy-of-mutated-input": (copy_then_add,
+                                            (torch.zeros(3, 4), torch.arange(12.0).view(3, 4))),
 }
 
 f, x = CASES[sys.argv[2]]
-want = f(x.clone())
-got = torch.compile(f, backend="inductor", fullgraph=True)(x.clone())
+args = x if isinstance(x, tuple) else (x,)
+want = f(*[a.clone() for a in args])
+got = torch.compile(f, backend="inductor", fullgraph=True)(*[a.clone() for a in args])
 print(json.dumps({
     "matches_eager": bool(torch.equal(got.isnan(), want.isnan())
                           and torch.equal(got.nan_to_num(), want.nan_to_num())),

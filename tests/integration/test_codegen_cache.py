@@ -15,7 +15,8 @@ from torch_backports._versions import release_of
 PROGRAM = Path(__file__).with_name("codegen_cache_program.py")
 # The code-changing backports with a case in the program; each one's stock
 # result differs from eager, its fixed result matches.
-NAMES = ("inductor-mul-zero-nan", "inductor-fused-mutation-read-alias")
+NAMES = ("inductor-mul-zero-nan", "inductor-fused-mutation-read-alias",
+         "inductor-noop-copy-of-mutated-input")
 
 
 def compile_once(cache, name, stock):
