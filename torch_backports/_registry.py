@@ -54,6 +54,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("inductor-reinplace-scatter-self-overlap", "torch._inductor.fx_passes.reinplace",
     ("inductor-noop-copy-of-mutated-input", "torch._inductor.fx_passes.post_grad",
      (2, 7, 0), (2, 15, 0)),
+    ("funcol-all-gather-negative-dim", "torch.distributed._functional_collectives",
+     (2, 11, 0), (2, 15, 0)),
 )
 
 
