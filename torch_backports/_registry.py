@@ -52,6 +52,7 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("tensor-register-hook-stale-view", "torch._tensor", (2, 7, 0), (2, 15, 0)),
     ("fx-wrap-frame-cycle", "torch.fx._symbolic_trace", (2, 7, 0), (2, 15, 0)),
     ("inductor-reinplace-scatter-self-overlap", "torch._inductor.fx_passes.reinplace",
+     (2, 7, 0), (2, 15, 0)),
     ("inductor-noop-copy-of-mutated-input", "torch._inductor.fx_passes.post_grad",
      (2, 7, 0), (2, 15, 0)),
     ("funcol-all-gather-negative-dim", "torch.distributed._functional_collectives",
