@@ -34,6 +34,11 @@ class Backport:
     (torch_backports._cache_key), so that its process never loads a graph
     stock torch compiled, nor stock torch one of its own; and it is not
     applied where that cannot be done.
+
+    `verify_without` names other backports whose fixes also hide this one's
+    symptom (in the newest torch both fixes are in): verify and the tests
+    turn them off in both runs of this reproducer, so that the stock run
+    shows the bug and the fixed run shows that this patch alone fixes it.
     """
 
     # A plain class, not a NamedTuple or a dataclass: this module is imported
@@ -41,12 +46,13 @@ class Backport:
     # instructions (callgrind, Python 3.11, 2026-12-04) and a plain one next
     # to nothing.
     __slots__ = ("name", "summary", "upstream", "first_affected", "first_fixed", "apply",
-                 "reproducer", "symptom", "changes_codegen")
+                 "reproducer", "symptom", "changes_codegen", "verify_without")
 
     def __init__(self, *, name: str, summary: str, upstream: Tuple[str, ...],
                  first_affected: Release, first_fixed: Release,
                  apply: Callable[[ModuleType, Release], Revert], reproducer: str,
-                 symptom: str, changes_codegen: bool = False) -> None:
+                 symptom: str, changes_codegen: bool = False,
+                 verify_without: Tuple[str, ...] = ()) -> None:
         self.name = name
         self.summary = summary
         self.upstream = upstream
@@ -56,6 +62,12 @@ class Backport:
         self.reproducer = reproducer
         self.symptom = symptom
         self.changes_codegen = changes_codegen
+        self.verify_without = verify_without
+
+    def disabled_when_verified(self, stock: bool) -> str:
+        """TORCH_BACKPORTS_DISABLE's value for a run of the reproducer:
+        the backports that would hide the symptom, and this one for stock."""
+        return ",".join(((self.name,) if stock else ()) + self.verify_without)
 
     def __repr__(self) -> str:
         return "<Backport %s %s>" % (self.name, self.affects())

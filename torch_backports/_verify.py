@@ -89,8 +89,8 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> 
     env = {k: v for k, v in os.environ.items() if k != _config.ENV_DISABLE}
     env.update(TMPDIR=scratch, TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor"),
                TRITON_CACHE_DIR=os.path.join(scratch, "triton"))
-    if stock:
-        env[_config.ENV_DISABLE] = backport.name
+    if stock or backport.verify_without:
+        env[_config.ENV_DISABLE] = backport.disabled_when_verified(stock)
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-c", backport.reproducer], env=env,
