@@ -109,5 +109,59 @@ except Exception as exc:
     sys.exit(77)
 """
 
+def two_gloo_ranks(rank_program: str) -> str:
+    """The source of a reproducer that runs `rank_program` as two gloo ranks
+    on the CPU: this interpreter is rank 0, a second one rank 1.
+
+    `rank_program` reads RANK and RENDEZVOUS from the environment and calls
+    `dist.init_process_group("gloo", init_method=os.environ["RENDEZVOUS"],
+    rank=..., world_size=2)`. The ranks meet in a file, not on a port: a port
+    picked free and released can be taken by another program's gloo before
+    the store binds it (rank 0 died at start-up so, once in CI, 2026-12-05).
+    Rank 0 runs in a module named __rank0__ that can be imported, as dynamo
+    2.11 imports the module of a global it loads in an inlined frame. The
+    reproducer fails where either rank does, with rank 1's output.
+    """
+    if '"""' in rank_program:
+        raise ValueError('a rank program must not contain """')
+    return _GLOO_HEADER + 'RANK = r"""' + rank_program + '"""\n' + _GLOO_LAUNCHER
+
+
+_GLOO_HEADER = r"""
+import os, shutil, subprocess, sys, tempfile, types
+import torch.distributed as dist
+
+if not dist.is_available() or not dist.is_gloo_available():
+    print("skipped: needs torch.distributed with gloo")
+    sys.exit(77)
+
+"""
+
+_GLOO_LAUNCHER = r"""
+meeting = tempfile.mkdtemp()
+env = dict(os.environ, RENDEZVOUS="file://" + os.path.join(meeting, "rendezvous"))
+other = subprocess.Popen([sys.executable, "-c", RANK], env=dict(env, RANK="1"),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+try:
+    os.environ.update(env, RANK="0")
+    rank0 = types.ModuleType("__rank0__")
+    sys.modules[rank0.__name__] = rank0
+    exec(compile(RANK, "<rank 0>", "exec"), vars(rank0))
+except BaseException:
+    other.kill()
+    raise
+finally:
+    try:
+        said = other.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        other.kill()
+        said = other.communicate()[0]
+    shutil.rmtree(meeting, ignore_errors=True)
+if other.returncode != 0:
+    sys.stderr.write("rank 1 failed:\n" + said)
+    sys.exit(1)
+"""
+
 Fingerprints = Mapping[str, str]
 """Fingerprint (torch_backports._fingerprint) -> the releases it was read from."""

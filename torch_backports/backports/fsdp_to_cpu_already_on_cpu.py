@@ -49,7 +49,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from .. import _patching
-from .._backport import Backport, Release, Revert
+from .._backport import Backport, Release, Revert, two_gloo_ranks
 
 NAME = "fsdp-to-cpu-already-on-cpu"
 
@@ -95,16 +95,7 @@ def apply(flat_param: ModuleType, release: Release) -> Revert:
 # compute the same afterwards. CPUOffload(offload_params=True) pins memory,
 # which needs an accelerator, so the CPU-only reproducer cannot use it; the
 # flat parameter is on the CPU in both cases, the condition the fix tests.
-REPRODUCER = r'''
-import os, shutil, subprocess, sys, tempfile
-import torch
-import torch.distributed as dist
-
-if not dist.is_available() or not dist.is_gloo_available():
-    print("skipped: needs torch.distributed with gloo")
-    sys.exit(77)
-
-RANK = r"""
+REPRODUCER = two_gloo_ranks(r"""
 import copy, os
 from datetime import timedelta
 import torch
@@ -147,35 +138,7 @@ try:
     dist.barrier()
 finally:
     dist.destroy_process_group()
-"""
-
-# The ranks meet in a file, not on a port. A port picked free and released
-# here can be taken by another program's gloo before the store binds it: the
-# likely cause of the one CI run (2.12.1, pytest -n 2) where rank 0 died 3 s
-# in, at start-up, with "terminate called without an active exception".
-meeting = tempfile.mkdtemp()
-rendezvous = "file://" + os.path.join(meeting, "rendezvous")
-env = dict(os.environ, RENDEZVOUS=rendezvous)
-other = subprocess.Popen([sys.executable, "-c", RANK], env=dict(env, RANK="1"),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-try:
-    os.environ.update(env, RANK="0")
-    exec(compile(RANK, "<rank 0>", "exec"), {"__name__": "__rank0__"})
-except BaseException:
-    other.kill()
-    raise
-finally:
-    try:
-        said = other.communicate(timeout=120)[0]
-    except subprocess.TimeoutExpired:
-        other.kill()
-        said = other.communicate()[0]
-    shutil.rmtree(meeting, ignore_errors=True)
-if other.returncode != 0:
-    sys.stderr.write("rank 1 failed:\n" + said)
-    sys.exit(1)
-'''
+""")
 
 BACKPORT = Backport(
     name=NAME,

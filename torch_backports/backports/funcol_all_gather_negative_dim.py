@@ -98,7 +98,7 @@ from types import ModuleType
 from typing import Callable, Dict, List, Tuple
 
 from .. import _fingerprint, _patching
-from .._backport import Backport, Release, Revert
+from .._backport import Backport, Release, Revert, two_gloo_ranks
 
 NAME = "funcol-all-gather-negative-dim"
 
@@ -215,16 +215,7 @@ def apply(funcol: ModuleType, release: Release) -> Revert:
 # positive dims, eagerly with all_gather_tensor and all_gather_tensor_autograd,
 # and compiled (aot_eager), and checks the result against torch.cat of the
 # ranks' tensors; one tensor with dim 0 of 2 takes the cat path throughout.
-REPRODUCER = r'''
-import os, shutil, subprocess, sys, tempfile, types
-import torch
-import torch.distributed as dist
-
-if not dist.is_available() or not dist.is_gloo_available():
-    print("skipped: needs torch.distributed with gloo")
-    sys.exit(77)
-
-RANK = r"""
+REPRODUCER = two_gloo_ranks(r"""
 import os, warnings
 from datetime import timedelta
 import torch
@@ -271,37 +262,7 @@ try:
     dist.barrier()
 finally:
     dist.destroy_process_group()
-"""
-
-# The ranks meet in a file, not on a port: a port picked free and released
-# here can be taken by another program before the store binds it.
-meeting = tempfile.mkdtemp()
-rendezvous = "file://" + os.path.join(meeting, "rendezvous")
-env = dict(os.environ, RENDEZVOUS=rendezvous)
-other = subprocess.Popen([sys.executable, "-c", RANK], env=dict(env, RANK="1"),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-try:
-    os.environ.update(env, RANK="0")
-    # Rank 0 runs in a module that can be imported by its name: dynamo 2.11
-    # imports the module of a global it loads in an inlined frame.
-    rank0 = types.ModuleType("__rank0__")
-    sys.modules[rank0.__name__] = rank0
-    exec(compile(RANK, "<rank 0>", "exec"), vars(rank0))
-except BaseException:
-    other.kill()
-    raise
-finally:
-    try:
-        said = other.communicate(timeout=120)[0]
-    except subprocess.TimeoutExpired:
-        other.kill()
-        said = other.communicate()[0]
-    shutil.rmtree(meeting, ignore_errors=True)
-if other.returncode != 0:
-    sys.stderr.write("rank 1 failed:\n" + said)
-    sys.exit(1)
-'''
+""")
 
 BACKPORT = Backport(
     name=NAME,
