@@ -46,6 +46,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
      (2, 9, 0), (2, 15, 0)),
     ("aot-autograd-cache-autocast", "torch._functorch._aot_autograd.autograd_cache",
      (2, 12, 0), (2, 14, 0)),
+    ("aot-autograd-cache-nonce-collision", "torch._functorch._aot_autograd.autograd_cache",
+     (2, 10, 0), (2, 15, 0)),
     ("inductor-fused-mutation-read-alias", "torch._inductor.scheduler", (2, 10, 0), (2, 15, 0)),
     ("aot-bare-subclass-dispatch", "torch._functorch._aot_autograd.runtime_wrappers",
      (2, 11, 0), (2, 15, 0)),
