@@ -54,6 +54,12 @@ Read from each release's torch/_functorch/_aot_autograd/autograd_cache.py:
   2.14.0, 2.14.1   54bbe056335f53be   the same
   2.15.0           b7987b92a4534885   uuid.uuid4().hex (the fix)
 
+The reproducer failed on stock 2.10.0, 2.11.0, 2.12.0, 2.13.0 and 2.14.1
+(the second function returned the first one's result) and passed with the
+patch on each; it passes on stock 2.15.0 (torch-backports verify and a
+direct run, 2026-12-06). With aot-autograd-cache-autocast (same module,
+other functions) both apply on 2.13.0.
+
 Releases before 2.10 have no fallback (an unkeyable graph bypasses the
 cache) and are not affected. Releases whose wheels were not read (2.11.1,
 ...) are patched only where the function has a fingerprint above.
