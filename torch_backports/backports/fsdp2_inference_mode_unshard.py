@@ -68,7 +68,7 @@ import sys
 from types import ModuleType
 
 from .. import _fingerprint, _patching
-from .._backport import Backport, Release, Revert
+from .._backport import Backport, Release, Revert, two_gloo_ranks
 
 NAME = "fsdp2-inference-mode-unshard"
 
@@ -195,14 +195,13 @@ def apply(param_group: ModuleType, release: Release) -> Revert:
 # reaches wait_for_unshard's one-rank branch (from 2.9.0; before, the
 # all-gather copy-out's chunk-cat for Shard(1)); two ranks with Shard(1)
 # reach the chunk-cat.
-REPRODUCER = r'''
-import os, shutil, subprocess, sys, tempfile
+REPRODUCER = two_gloo_ranks(r"""
+import os, sys
+from datetime import timedelta
 import torch
 import torch.distributed as dist
+from torch import nn
 
-if not dist.is_available() or not dist.is_gloo_available():
-    print("skipped: needs torch.distributed with gloo")
-    sys.exit(77)
 try:
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.device_mesh import init_device_mesh
@@ -211,75 +210,42 @@ except ImportError as exc:
     print("skipped: needs torch.distributed.fsdp.fully_shard (%s)" % exc)
     sys.exit(77)
 
-RANK = r"""
-import os
-from datetime import timedelta
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
-from torch.distributed.tensor import Shard
 
-rank, world = int(os.environ["RANK"]), int(os.environ["WORLD"])
-if world == 1:
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-else:
-    dist.init_process_group("gloo", init_method=os.environ["RENDEZVOUS"], rank=rank,
-                            world_size=world, timeout=timedelta(seconds=60))
-try:
-    mesh = init_device_mesh("cpu", (world,))
-    for dim in (0, 1):
-        torch.manual_seed(0)
-        ref = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-        model.load_state_dict(ref.state_dict())
-        place = (lambda param: Shard(dim if param.dim() > 1 else 0))
-        for layer in (model[0], model[2]):
-            fully_shard(layer, mesh=mesh, shard_placement_fn=place)
-        fully_shard(model, mesh=mesh, shard_placement_fn=place)
-        x = torch.randn(3, 8)
-        # Twice: the second forward reuses the inference all-gather outputs.
-        for _ in range(2):
-            with torch.inference_mode():
-                got = model(x)
-            with torch.no_grad():
-                want = ref(x)
-            torch.testing.assert_close(got, want)
-    dist.barrier()
-finally:
-    dist.destroy_process_group()
-"""
-
-# One rank, in this interpreter, reaches FSDP's one-rank unshard; two ranks
-# (this program as rank 0, a second interpreter as rank 1) reach the
-# all-gather copy-out, where a Shard(1) placement is reassembled.
-os.environ.update(WORLD="1", RANK="0")
-exec(compile(RANK, "<one rank>", "exec"), {"__name__": "__rank0__"})
-
-meeting = tempfile.mkdtemp()
-rendezvous = "file://" + os.path.join(meeting, "rendezvous")
-env = dict(os.environ, RENDEZVOUS=rendezvous, WORLD="2")
-other = subprocess.Popen([sys.executable, "-c", RANK], env=dict(env, RANK="1"),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-try:
-    os.environ.update(env, RANK="0")
-    exec(compile(RANK, "<rank 0>", "exec"), {"__name__": "__rank0__"})
-except BaseException:
-    other.kill()
-    raise
-finally:
+def check(world, rank):
+    if world == 1:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    else:
+        dist.init_process_group("gloo", init_method=os.environ["RENDEZVOUS"], rank=rank,
+                                world_size=world, timeout=timedelta(seconds=60))
     try:
-        said = other.communicate(timeout=120)[0]
-    except subprocess.TimeoutExpired:
-        other.kill()
-        said = other.communicate()[0]
-    shutil.rmtree(meeting, ignore_errors=True)
-if other.returncode != 0:
-    sys.stderr.write("rank 1 failed:\n" + said)
-    sys.exit(1)
-'''
+        mesh = init_device_mesh("cpu", (world,))
+        for dim in (0, 1):
+            torch.manual_seed(0)
+            ref = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+            model.load_state_dict(ref.state_dict())
+            place = (lambda param: Shard(dim if param.dim() > 1 else 0))
+            for layer in (model[0], model[2]):
+                fully_shard(layer, mesh=mesh, shard_placement_fn=place)
+            fully_shard(model, mesh=mesh, shard_placement_fn=place)
+            x = torch.randn(3, 8)
+            # Twice: the second forward reuses the inference all-gather outputs.
+            for _ in range(2):
+                with torch.inference_mode():
+                    got = model(x)
+                with torch.no_grad():
+                    want = ref(x)
+                torch.testing.assert_close(got, want)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+rank = int(os.environ["RANK"])
+if rank == 0:
+    check(1, 0)  # alone on a HashStore, while rank 1 waits at the rendezvous
+check(2, rank)
+""")
 
 BACKPORT = Backport(
     name=NAME,
