@@ -117,7 +117,7 @@ def two_gloo_ranks(rank_program: str) -> str:
     `dist.init_process_group("gloo", init_method=os.environ["RENDEZVOUS"],
     rank=..., world_size=2)`. The ranks meet in a file, not on a port: a port
     picked free and released can be taken by another program's gloo before
-    the store binds it (rank 0 died at start-up so, once in CI, 2026-12-05).
+    the store binds it. Each rank that passed leaves by os._exit (QUIT).
     Rank 0 runs in a module named __rank0__ that can be imported, as dynamo
     2.11 imports the module of a global it loads in an inlined frame. The
     reproducer fails where either rank does, with rank 1's output.
@@ -138,9 +138,14 @@ if not dist.is_available() or not dist.is_gloo_available():
 """
 
 _GLOO_LAUNCHER = r"""
+# A rank that has passed leaves at once, without C++ destructors: gloo's
+# threads can end a process at its teardown with "terminate called without
+# an active exception" (CI, 2.12.1 and 2.14.1, 2026-12-05 and -06), which is
+# not what the reproducer tests.
+QUIT = "\nimport os, sys\nsys.stdout.flush()\nsys.stderr.flush()\nos._exit(0)\n"
 meeting = tempfile.mkdtemp()
 env = dict(os.environ, RENDEZVOUS="file://" + os.path.join(meeting, "rendezvous"))
-other = subprocess.Popen([sys.executable, "-c", RANK], env=dict(env, RANK="1"),
+other = subprocess.Popen([sys.executable, "-c", RANK + QUIT], env=dict(env, RANK="1"),
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
 try:
@@ -161,6 +166,7 @@ finally:
 if other.returncode != 0:
     sys.stderr.write("rank 1 failed:\n" + said)
     sys.exit(1)
+exec(QUIT)
 """
 
 Fingerprints = Mapping[str, str]
