@@ -80,6 +80,18 @@ def _install(owner: Any, name: str, old: Any, new: Any) -> Revert:
     return revert
 
 
+def undo_all(reverts: "list[Revert]") -> Revert:
+    """One undo for a patch made of several: each of `reverts`, last first.
+    The list is read when the undo runs, so a patch may build it as it goes
+    and call the undo to back out halfway."""
+
+    def revert() -> None:
+        for undo in reversed(reverts):
+            undo()
+
+    return revert
+
+
 def replace_attribute(owner: Any, name: str, new: Any, verified: Fingerprints,
                       fixed: Fingerprints) -> Revert:
     """Set `owner.name` to `new` if the current value (found in the owner's own

@@ -199,11 +199,7 @@ def apply(autograd_cache: ModuleType, release: Release) -> Revert:
     reverts.append(_patching.replace_attribute(autograd_cache, "check_node_safe", new_check,
                                                VERIFIED, FIXED))
 
-    def revert() -> None:
-        for undo in reversed(reverts):
-            undo()
-
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # Two fresh processes share one cache dir. The first compiles the function

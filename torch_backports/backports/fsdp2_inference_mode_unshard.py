@@ -181,11 +181,7 @@ def apply(param_group: ModuleType, release: Release) -> Revert:
         reverts.append(_patching.replace_attribute(owner, "wait_for_unshard", new_unshard,
                                                    VERIFIED_UNSHARD, FIXED_UNSHARD))
 
-    def revert() -> None:
-        for undo in reversed(reverts):
-            undo()
-
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # One gloo rank in this interpreter (a HashStore, no rendezvous), then two:

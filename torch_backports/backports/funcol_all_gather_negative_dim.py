@@ -192,11 +192,7 @@ def apply(funcol: ModuleType, release: Release) -> Revert:
     fixed_helper = _patching.rewritten(helper, HELPER_EDITS, VERIFIED, FIXED)
     gathers = _gathers(funcol)
     reverts: List[Revert] = []
-
-    def revert() -> None:
-        for undo in reversed(reverts):
-            undo()
-
+    revert = _patching.undo_all(reverts)
     try:
         for owner in (utils, funcol):
             reverts.append(_patching.replace_attribute(

@@ -99,11 +99,7 @@ def apply(symbolic_trace: ModuleType, release: Release) -> Revert:
     if fx is not None and vars(fx).get("wrap") is original:
         undo.append(_patching.replace_attribute(fx, "wrap", fixed, VERIFIED, FIXED))
 
-    def revert() -> None:
-        for step in reversed(undo):
-            step()
-
-    return revert
+    return _patching.undo_all(undo)
 
 
 # What torch.fx.wrap's callers leave behind, with automatic collection off:
