@@ -39,6 +39,10 @@ class Backport:
     symptom (in the newest torch both fixes are in): verify and the tests
     turn them off in both runs of this reproducer, so that the stock run
     shows the bug and the fixed run shows that this patch alone fixes it.
+
+    `readme_symptom` and `readme_fix` are the Markdown of the README's
+    "What it fixes" row and its "how each is fixed" entry, which
+    tools/readme.py writes from them (a test holds the README equal).
     """
 
     # A plain class, not a NamedTuple or a dataclass: this module is imported
@@ -46,13 +50,15 @@ class Backport:
     # instructions (callgrind, Python 3.11, 2026-12-04) and a plain one next
     # to nothing.
     __slots__ = ("name", "summary", "upstream", "first_affected", "first_fixed", "apply",
-                 "reproducer", "symptom", "changes_codegen", "verify_without")
+                 "reproducer", "symptom", "changes_codegen", "verify_without",
+                 "readme_symptom", "readme_fix")
 
     def __init__(self, *, name: str, summary: str, upstream: Tuple[str, ...],
                  first_affected: Release, first_fixed: Release,
                  apply: Callable[[ModuleType, Release], Revert], reproducer: str,
                  symptom: str, changes_codegen: bool = False,
-                 verify_without: Tuple[str, ...] = ()) -> None:
+                 verify_without: Tuple[str, ...] = (), readme_symptom: str = "",
+                 readme_fix: str = "") -> None:
         self.name = name
         self.summary = summary
         self.upstream = upstream
@@ -63,6 +69,8 @@ class Backport:
         self.symptom = symptom
         self.changes_codegen = changes_codegen
         self.verify_without = verify_without
+        self.readme_symptom = readme_symptom
+        self.readme_fix = readme_fix
 
     def disabled_when_verified(self, stock: bool) -> str:
         """TORCH_BACKPORTS_DISABLE's value for a run of the reproducer:

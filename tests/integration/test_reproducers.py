@@ -1,10 +1,13 @@
 """Every backport's reproducer on the real wheel of this tox env.
 
-On a release a backport claims, the reproducer fails with the upstream
-symptom under TORCH_BACKPORTS_DISABLE=<name> and passes without it. On a
-release that ships the fix (the first fixed one, the newest) it passes with
-torch-backports installed, which leaves that torch as shipped. These are the
-programs `torch-backports verify` runs; none imports torch_backports.
+On each release a backport claims, the reproducer passes with
+torch-backports. On one claimed release per backport (tests/ci_plan.py:
+2.13.0 where claimed), and on every release under `tox -e matrix` or
+TORCH_BACKPORTS_STOCK_RUNS=all, it also fails with the upstream symptom
+under TORCH_BACKPORTS_DISABLE=<name>. On a release that ships the fix (the
+first fixed one, the newest) it passes with torch-backports installed, which
+leaves that torch as shipped. These are the programs `torch-backports
+verify` runs; none imports torch_backports.
 """
 
 import json
@@ -13,14 +16,11 @@ from pathlib import Path
 
 import pytest
 
+import ci_plan
 from test_real_torch import EXPECTED, needs_torch, pytestmark  # noqa: F401
 from torch_backports import _registry, _verify
 from torch_backports._backport import format_release
 from torch_backports._versions import release_of
-
-
-# The newest torch release CI installs (tox.ini's torch2150 env).
-NEWEST = (2, 15, 0)
 
 
 def reproduce(name, stock):
@@ -49,17 +49,15 @@ def test_reproducer(name):
     if release < backport.first_affected:
         record(name, "state", "not covered")
         pytest.skip("torch %s predates %s (%s)" % (EXPECTED, name, backport.affects()))
-    if backport.needed_by(release):
+    if backport.needed_by(release) and ci_plan.stock_run_here(backport, release):
         stock = reproduce(name, stock=True)
         assert stock.outcome == _verify.CRASHED and stock.symptom, (
             "stock torch %s should fail with %r: %s" % (EXPECTED, backport.symptom, stock))
-    elif release[:2] != backport.first_fixed[:2] and release[:2] != NEWEST[:2]:
-        # Past the fix, the proof that torch is left as shipped is needed on
-        # the first fixed release and the newest; a run on each release in
-        # between costs CI minutes and proves nothing more.
+    elif not ci_plan.fixed_run_here(backport, release):
         record(name, "state", "not needed")
         pytest.skip("torch %s ships %s's fix; checked on %s and %s" % (
-            EXPECTED, name, format_release(backport.first_fixed), format_release(NEWEST)))
+            EXPECTED, name, format_release(backport.first_fixed),
+            format_release(ci_plan.NEWEST)))
     fixed = reproduce(name, stock=False)
     assert fixed.outcome == _verify.OK, (
         "torch %s (fixed in %s) fails with torch-backports: %s"

@@ -319,4 +319,15 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="autograd_cache_bypass",
+    readme_symptom=(
+        "every graph with an in-graph `torch.autocast` (or `inference_mode`) bypasses the "
+        "AOTAutograd cache in every process (a 2.12 regression)"
+    ),
+    readme_fix=(
+        "`check_node_safe` accepts the autocast and inference-mode enter/exit functions, "
+        "as 2.15 does, and the cache key holds every device's ambient autocast state "
+        "(enabled, dtype), as 2.15's [pytorch#191110] does, so a float16 region never "
+        "loads a bfloat16 entry. The key changes once, so entries stock torch wrote miss "
+        "once. Not carried: [pytorch#191409] (another allowlist gap)."
+    ),
 )

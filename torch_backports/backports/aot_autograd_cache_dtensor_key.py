@@ -264,4 +264,23 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="AOTAutograd cache missed in the second process",
+    readme_symptom=(
+        "a compiled program with a DTensor input never hits the AOTAutograd cache in a "
+        "second process: the key pickles the DeviceMesh, which a flattened mesh makes "
+        'cyclic (2.10 – 2.11: bypass; 2.11 also warns "Failed to pickle cache key") or '
+        "whose cached hash differs per process (2.6 – 2.9: a miss and a new entry every "
+        "time)"
+    ),
+    readme_fix=(
+        "gives `AOTAutogradCachePickler` the `reducer_override` of 2.12+ for DTensors "
+        "only: a DTensor is keyed by a hash of plain values (the mesh's ranks, layout, "
+        "device type and dim names; placements; global shape, stride and dtype; "
+        "`requires_grad`; the local shard's device, as 2.15 does, and its shape and "
+        "stride), never by pickling its DeviceMesh. Other tensor subclasses keep stock "
+        "behaviour. Tested with one and two torchrun ranks: the second process hits, and "
+        "ten DTensors that differ in one key object give ten keys. On 2.12.x the DTensor "
+        "is keyed upstream, but the FX graph cache key refuses the flattened mesh's cycle "
+        "until 2.13 ([pytorch#180422], not backported), so that program still misses "
+        "there; its reproducer skips."
+    ),
 )

@@ -172,4 +172,16 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="stale AOTAutogradCache hit on the fallback key",
+    readme_symptom=(
+        "**stale cache hit**: under AOT precompile (`torch.compile(f).aot_compile(…)`, "
+        "and the precompile path), two graphs AOTAutogradCache cannot key get the same "
+        "fallback key after the same `random.seed` (every rank seeds alike; dynamo "
+        "restores the RNG around frames), so the second runs the first one's code"
+    ),
+    readme_fix=(
+        "[pytorch#191427]'s one line: the fallback key of `autograd_cache_key` is "
+        '`uuid.uuid4().hex`, not `str(random.random())` (written `__import__("uuid")`, '
+        "since the module does not import uuid). Also set on the 2.10 – 2.11 re-export in "
+        "`torch._functorch.aot_autograd`. Not carried: 2.15's comment."
+    ),
 )

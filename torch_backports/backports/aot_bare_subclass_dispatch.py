@@ -126,4 +126,16 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="Multiple dispatch failed for 'torch._ops.aten.mm",
+    readme_symptom=(
+        "`TypeError: Multiple dispatch failed for 'torch._ops.aten.mm.default'` when "
+        "compiling with a tensor subclass that has no `__torch_dispatch__` (a bare `class "
+        "T(torch.Tensor)`, torchvision's `tv_tensors`)"
+    ),
+    readme_fix=(
+        "2.15's condition in `_AnalyzeCustomOpInputOutputMode.__torch_dispatch__`: the "
+        "mode defers only to a non-fake tensor whose type has its own "
+        '`__torch_dispatch__`. On 2.11 – 2.13, which have no `is_fake_tensor`, "fake" is '
+        "`isinstance(…, FakeTensor)`, what that function answers there. Not yet carried: "
+        "the PR's own tests beyond the reproducer's two subclass kinds."
+    ),
 )

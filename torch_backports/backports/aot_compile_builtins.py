@@ -165,5 +165,14 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="Missing required external references: ['type']",
+    readme_symptom=(
+        "`RuntimeError: Missing required external references: ['type']` from "
+        "`torch.compile(...).aot_compile(...)` when the output is rebuilt with a builtin "
+        "(an `OrderedDict` subclass such as Hugging Face's `ModelOutput`)"
+    ),
+    readme_fix=(
+        "wraps `GraphCaptureOutput.get_runtime_env` and runs 2.12's addition on its "
+        "result: the builtins the bytecode reads are recorded from the `builtins` module."
+    ),
 )
 

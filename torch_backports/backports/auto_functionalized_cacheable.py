@@ -166,4 +166,14 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="Can't cache HigherOrderOperator: auto_functionalized",
+    readme_symptom=(
+        "every graph with a custom op that mutates its inputs bypasses the FX graph cache "
+        '("Can\'t cache HigherOrderOperator: auto_functionalized"), so it recompiles in '
+        "every process"
+    ),
+    readme_fix=(
+        "marks the `auto_functionalized` and `auto_functionalized_v2` higher-order ops "
+        "cacheable, as 2.7.1's constructors do; the cache key already holds the custom "
+        "op's name."
+    ),
 )

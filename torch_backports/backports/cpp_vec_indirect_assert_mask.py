@@ -109,5 +109,15 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="::VecMask(int&)",
+    readme_symptom=(
+        "`CppCompileError … no matching function for call to VecMask<long int, "
+        "2>::VecMask(int&)` for indirect indexing in a tail-vectorised CPU loop "
+        "(Qwen3-VL's interleaved M-RoPE)"
+    ),
+    readme_fix=(
+        "upstream's one-word edit (`VecMask<…>::from(mask)`) applied to the source of the "
+        "installed `CppVecKernel.indirect_assert`. The method is the same from 2.6.0, but "
+        "the reproducer fails only from 2.10.0, so only those releases are claimed."
+    ),
 )
 

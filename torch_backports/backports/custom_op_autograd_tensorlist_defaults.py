@@ -266,4 +266,18 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="Expected the return from backward to be of the same structure as the inputs",
+    readme_symptom=(
+        "`RuntimeError: Expected the return from backward to be of the same structure as "
+        "the inputs` for a `torch.library.custom_op` with a `list[Tensor]` argument when "
+        "the caller leaves out a defaulted argument, eager and compiled"
+    ),
+    readme_fix=(
+        "2.14's edits to `make_autograd_impl`: the backward checks the gradient count "
+        "with 2.14's message, requires `None` for the defaulted inputs the dispatcher "
+        "dropped, and trims their slots for ops with a `list[Tensor]` argument. Not "
+        "carried: 2.14's renames, which change no behaviour. The ops torch defines inside "
+        "`import torch` (prims and two others, none with a backward formula) keep the "
+        "shipped kernel, so that `import torch` compiles nothing; every op defined "
+        "afterwards gets the fixed one."
+    ),
 )

@@ -268,4 +268,21 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="the DataLoader worker never released its dataset",
+    readme_symptom=(
+        "a `DataLoader` worker started by spawn or forkserver (Python 3.14's default on "
+        "Linux) never frees its copy of the dataset: the dataset's `__del__` and "
+        "finalizers never run there, and CUDA tensors it received over IPC stay "
+        "referenced, so the producer's CUDA memory grows with every epoch of "
+        "non-persistent workers"
+    ),
+    readme_fix=(
+        "[pytorch#190485]'s wire format: `_MultiProcessingDataLoaderIter.__init__` hands each "
+        "worker the dataset in a one-item list that the worker pops, so the worker's "
+        "`Process` args no longer hold it, and `_worker_loop` clears `_worker_info` in a "
+        "`finally` when its loop ends. Both are recompiled from their installed source at "
+        "first call, after a fingerprint check of each; the worker is started through a "
+        "small function of this package that pops the dataset and calls `_worker_loop` the "
+        "stock way, so a worker whose torch is not patched still works. Upstream's new "
+        "`_worker_loop` parameter is not carried."
+    ),
 )

@@ -300,4 +300,23 @@ BACKPORT = Backport(
     reproducer=REPRODUCER,
     # stock 2.9 prints it for aten.alias.default and aten.as_strided.default
     symptom="does not have a sharding strategy registered",
+    readme_symptom=(
+        "`NotImplementedError: Operator aten.alias.default does not have a sharding "
+        "strategy registered` for `dt[:, :n]` over a whole dimension (transformers' "
+        "`logits_to_keep=0` under tensor parallelism), in eager mode; `… "
+        "aten.as_strided.default does not have a sharding strategy registered` for an "
+        "identity `dt.as_strided(dt.size(), dt.stride(), dt.storage_offset())`"
+    ),
+    readme_fix=(
+        "carries both halves of pytorch#166867, or neither. It registers the strategy "
+        "2.10 registers for `aten.alias.default` (`propagate_single_input_strategy`), and "
+        "puts 2.10's `as_strided` handler into DTensor's "
+        "`OpDispatcher._custom_op_handlers`: an identity `dt.as_strided(dt.size(), "
+        "dt.stride(), dt.storage_offset())` returns an alias with the same placements, "
+        "and any other `as_strided` raises `RuntimeError: as_strided not supported with "
+        "DTensor`, as 2.10 – 2.13 do. In place when `torch.distributed.tensor` is "
+        "imported, before any DTensor exists. Not carried: 2.14's permutation case of the "
+        "handler ([pytorch#191784]), a later fix. 2.7/2.8 lack both too, but their "
+        "strategy code differs, so they are not claimed."
+    ),
 )

@@ -140,5 +140,17 @@ BACKPORT = Backport(
     # associated with a value in enclosing scope"; 3.10: "free variable
     # 'named_children' referenced before assignment in enclosing scope".
     symptom="free variable 'named_children'",
+    readme_symptom=(
+        "`InternalTorchDynamoError: NameError: cannot access free variable "
+        "'named_children'` for `.parameters()`, `.buffers()`, `.children()`, "
+        "`.modules()`, `ModuleDict.values()` on a module dynamo does not inline "
+        "(`next(self.parameters()).dtype`)"
+    ),
+    readme_fix=(
+        "upstream's two-line edit (the closure's list is named `named_children`, as its "
+        "return already said) applied to the source of the installed "
+        "`NNModuleVariable.call_method`, checked and compiled (392 lines) at its first "
+        "call."
+    ),
 )
 

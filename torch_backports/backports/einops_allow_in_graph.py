@@ -158,4 +158,15 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="Dynamo does not know how to trace method `symmetric_difference`",
+    readme_symptom=(
+        "`torch._dynamo.exc.Unsupported … symmetric_difference` for "
+        "`einops.rearrange`/`reduce`/`repeat` under `torch.compile(fullgraph=True)` "
+        "(graph breaks without it), einops ≥ 0.7 on 2.7.0, ≥ 0.8.2 on 2.7.1"
+    ),
+    readme_fix=(
+        "puts 2.8's `_allow_in_graph_einops` (import `einops._torch_specific`, whatever "
+        "the einops version) in place of 2.7's version-gated one, in "
+        "`torch._dynamo.decorators` and in dynamo's pending lazy-init list. einops itself "
+        "is imported only when dynamo meets it, as stock torch does."
+    ),
 )

@@ -202,4 +202,16 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="export kept the exported program's graph module alive",
+    readme_symptom=(
+        "leak: after `torch.export.export`, a module-level map keeps the last exported "
+        "program's graph module (graph and fake tensors) alive after `del ep`"
+    ),
+    readme_fix=(
+        "2.15's gate in `_ModuleStackTracer.trace`: the map that only the fake-tensor "
+        "leak detector reads is filled only when the detector is on "
+        "(`torch._export.config.detect_non_strict_fake_tensor_leaks`; on 2.9 the "
+        "`NONSTRICT_EXPORT_SANITIZE_TRACE` variable). Checked at `import torch`, compiled "
+        "at the first export (`_patching.rewritten_on_first_call`). The upstream PR was "
+        "not identified; the change is read from 2.15.0's wheel."
+    ),
 )

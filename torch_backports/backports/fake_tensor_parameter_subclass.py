@@ -152,4 +152,17 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="__torch_dispatch__ handlers returned NotImplemented",
+    readme_symptom=(
+        "`TypeError: Multiple dispatch failed … all __torch_dispatch__ handlers returned "
+        "NotImplemented` for a metadata-only `nn.Parameter` subclass (vLLM's "
+        "`ModelWeightParameter`) under `FakeTensorMode`, export, or `torch.compile` with "
+        "freezing"
+    ),
+    readme_fix=(
+        "replaces `torch._subclasses.fake_tensor._check_for_subclass_arg` with 2.13's "
+        "logic, which exempts a `Parameter` subclass only if it keeps Tensor's disabled "
+        "`__torch_dispatch__`. A `Parameter` subclass that dispatches still gets its turn "
+        "(the broader `issubclass` fix of pytorch#174278 was rejected upstream for hiding "
+        "those)."
+    ),
 )

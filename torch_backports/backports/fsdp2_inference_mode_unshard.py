@@ -257,4 +257,17 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="Inference tensors do not track version counter",
+    readme_symptom=(
+        "`RuntimeError: Inference tensors do not track version counter.` for an FSDP2 "
+        "(`fully_shard`) forward under `torch.inference_mode()` on one rank (from 2.9) or "
+        "with a Shard(i ≠ 0) placement"
+    ),
+    readme_fix=(
+        "[pytorch#197327]'s two guards: the one-rank copy in "
+        "`FSDPParamGroup.wait_for_unshard` (2.9 – 2.14; 2.7 – 2.8 have no such branch) "
+        "and the Shard(i ≠ 0) copy in `foreach_all_gather_copy_out` (also under the name "
+        "`_fsdp_param_group` imported it by) leave inference tensors out of "
+        "`_unsafe_preserve_version_counter`. Not carried: 2.15's one-rank byte view and "
+        "its split of the copy-out into helpers, other changes."
+    ),
 )

@@ -154,4 +154,17 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="out of bounds for storage of size 0",
+    readme_symptom=(
+        "`RuntimeError: setStorage: … out of bounds for storage of size 0` from FSDP1's "
+        "`summon_full_params(offload_to_cpu=True)`, or a `FULL_STATE_DICT` saved with "
+        "`offload_to_cpu=True` (Lightning's FSDP checkpoints), when the flat parameter is "
+        "on the CPU already (gloo, `device_id=cpu`), with two ranks or more"
+    ),
+    readme_fix=(
+        "[pytorch#188990]'s condition: `FlatParamHandle.to_cpu` does nothing (as 2.14's "
+        "`nullcontext()` does) when the flat parameter is already on the CPU, so it no "
+        "longer frees the storage the parameter and its views alias. The installed "
+        "`to_cpu` is recompiled from its own source with that early return, after the "
+        "same precondition checks."
+    ),
 )

@@ -274,4 +274,18 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="is invalid for input of size",
+    readme_symptom=(
+        "`RuntimeError: shape '[1, 2, 6, 2, 2, 3]' is invalid for input of size 12` from "
+        "functional collectives' `all_gather_tensor(x, -1, group)` when the local dim 0 "
+        "is 1, eager and compiled"
+    ),
+    readme_fix=(
+        "[pytorch#194865]'s normalisation of a negative `gather_dim`, in "
+        "`torch._utils._maybe_view_chunk_cat` (also under the name functional collectives "
+        "imported it by) and in the gather functions that repeat its test "
+        "(`all_gather_single`; on 2.12 `all_gather_tensor` and "
+        "`all_gather_tensor_autograd`). Applied when functional collectives is imported "
+        "(by `torch._dynamo`, not by `import torch`), so dynamo's trace rules pick up the "
+        "copies."
+    ),
 )

@@ -174,4 +174,17 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="fast mode: can't pickle cyclic objects",
+    readme_symptom=(
+        "`BackendCompilerFailed` when the FX graph cache key cannot be pickled "
+        "(DeviceMesh cycles, pybind11 objects)"
+    ),
+    readme_fix=(
+        "wraps `FxGraphCachePickler.dumps` so that the pickling errors each release lets "
+        "escape become a cache bypass, as the newest release does: a warning for a "
+        "pickling error or a cycle, silence for a pybind11 object. The AOTAutograd "
+        "cache's pickler inherits `dumps` but is passed through as shipped: its lookup "
+        "already bypasses quietly on every covered release, so a DTensor's DeviceMesh "
+        "adds no warning (its key is `aot-autograd-cache-dtensor-key`'s job). "
+        "[pytorch#176532], [pytorch#179597], [pytorch#164682], [vllm#38205]."
+    ),
 )

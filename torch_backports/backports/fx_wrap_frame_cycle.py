@@ -155,4 +155,15 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="torch.fx.wrap kept its caller's frames alive",
+    readme_symptom=(
+        "**memory held**: `torch.fx.wrap` keeps its caller's whole stack, with its "
+        "tensors, alive in a reference cycle until the cyclic GC runs, and for good where "
+        "training loops turn automatic GC off"
+    ),
+    readme_fix=(
+        "2.15's `try: … finally: del currentframe, f` in `torch.fx.wrap`, around each "
+        "release's own lines. `wrap` reads its caller's frame, so no stand-in can put the "
+        "work off: it is rewritten when `import torch` loads it (2.6 M instructions, 0.05 "
+        "% of `import torch` on 2.13.0)."
+    ),
 )

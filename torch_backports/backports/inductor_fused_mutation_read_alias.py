@@ -131,4 +131,18 @@ BACKPORT = Backport(
     reproducer=REPRODUCER,
     symptom="then a read of x at other positions",
     changes_codegen=True,
+    readme_symptom=(
+        "**silent wrong result**: after `x.index_put_(…)` (or `index_copy_`, "
+        "`index_add_`, `x[idx] = …`), an in-place update that reads `x` at other "
+        "positions (`x.add_(x.flip(0))`) is fused with the write-back of `x`: 16 of 32 "
+        "elements wrong on the CPU (2.9 too, where this one edit does not fix it)"
+    ),
+    readme_fix=(
+        "2.15's one edit in `Scheduler.fusable_weak_dep`: a read of the mutated buffer "
+        "under an earlier mutation's name counts as a read of the buffer, so the "
+        "write-back is fused only where each position reads what it writes. It changes "
+        "generated code, so the cache keys name it, as for `inductor-mul-zero-nan` "
+        "(tested warm-stock-then-fixed). The upstream PR was not identified; the change "
+        "is read from 2.15.0's wheel."
+    ),
 )

@@ -188,4 +188,15 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="for an INFO log that is off",
+    readme_symptom=(
+        "compile time: for every op without a lowering (custom ops), inductor renders "
+        "each argument's IR for an INFO log that is off; minutes on custom-op-heavy "
+        "graphs"
+    ),
+    readme_fix=(
+        "upstream's one-argument edit in `GraphLowering.call_function`: the log's text is "
+        "a `LazyString`, rendered only when the INFO log is shown (the same message "
+        "then). Not carried: 2.13's `fallback_to_eager` node-meta check, a separate "
+        "feature."
+    ),
 )

@@ -146,4 +146,17 @@ BACKPORT = Backport(
     reproducer=REPRODUCER,
     symptom="compiled x * 0 + 1 dropped nan/inf",
     changes_codegen=True,
+    readme_symptom=(
+        "**silent wrong result**: compiled `x * 0` folds to 0 for floats, so NaN and Inf "
+        "vanish (`torch.compile(lambda x: x * 0 + 1)(tensor([nan, inf, 2.]))` gives `[1, "
+        "1, 1]`, eager `[nan, nan, 1]`)"
+    ),
+    readme_fix=(
+        "upstream's two lines in `UniformValueConstantFolder._add_peephole_patterns`: the "
+        "zero fold is skipped for floating and complex dtypes; integer and bool `x * 0` "
+        "still fold. It changes generated code, so while it is applied inductor's FX "
+        "graph and AOTAutograd cache keys name it (`torch_backports/_cache_key.py`): a "
+        "graph that stock torch cached yesterday, wrong result and all, is compiled anew "
+        "once, and stock torch never loads the fixed graph."
+    ),
 )

@@ -205,4 +205,19 @@ BACKPORT = Backport(
     reproducer=REPRODUCER,
     symptom="compiled copy of a tensor read after the tensor was mutated",
     changes_codegen=True,
+    readme_symptom=(
+        "**silent wrong result**: a copy of a tensor the graph later mutates is dropped "
+        "as a no-op, so `dst[:] = src[:]; src.add_(1)` copies the updated `src`, and "
+        "`op(x.clone(), x)` becomes `op(x, x)` for a custom op that mutates its first "
+        "argument"
+    ),
+    readme_fix=(
+        "2.15's two insertions in `remove_noop_ops`: it collects the storages that "
+        "`copy_`, `set_` and `resize_storage_bytes_` nodes mutate and never removes a "
+        "non-view copy of one. The other 2.15 edits of that function belong to other "
+        "fixes and are not carried. Neither proposed PR (#198132, #198260) is what 2.15 "
+        "ships and the PR that landed was not identified, so the issues are the "
+        "references. User Triton kernels need a GPU and are not in the reproducer; they "
+        "go through the same write-back."
+    ),
 )

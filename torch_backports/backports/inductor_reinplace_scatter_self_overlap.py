@@ -188,4 +188,17 @@ BACKPORT = Backport(
     # 2.15.0 also keeps the clone of a mutated input (that backport), which
     # on its own avoids this program's overlap; each fix is shown alone.
     verify_without=("inductor-noop-copy-of-mutated-input",),
+    readme_symptom=(
+        "**silent wrong result**: compiled `x[1:] = x[:-1].clone()` copies over "
+        "overlapping memory (480 of 512 elements wrong for a (32, 16) input on the CPU)"
+    ),
+    readme_fix=(
+        "2.15's early `return False` in `should_reinplace_scatter` when the scatter's "
+        "input and source share a storage, set both on the module and in the pass's "
+        "`inplaceable_ops[_generalized_scatter]` entry, which holds its own reference. "
+        "With `inductor-noop-copy-of-mutated-input` applied too, the known programs are "
+        "already right (2.15 has both fixes), so its reproducer runs with that one off, "
+        "stock and fixed. Not carried: 2.15's other reinplace.py changes "
+        "(`should_reinplace_index_put`, all-reduce), separate fixes."
+    ),
 )

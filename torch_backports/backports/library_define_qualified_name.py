@@ -141,4 +141,14 @@ BACKPORT = Backport(
     reproducer=REPRODUCER,
     # Python 3.11/3.12 say "(expected 2)", 3.13+ "(expected 2, got 3)".
     symptom="too many values to unpack",
+    readme_symptom=(
+        '`Library("ns", "DEF").define("ns::foo(...)")` records `ns::ns::foo`: '
+        "`ValueError: too many values to unpack (expected 2)` at teardown, and on 2.13.0 "
+        "`Exception ignored in: <finalize object …>` at every process exit"
+    ),
+    readme_fix=(
+        "upstream's one line of `Library.define`: a name that already holds `::` is not "
+        "prefixed. Not carried: 2.14's extra guard in the teardown, which nothing reaches "
+        "once `define` is fixed."
+    ),
 )

@@ -165,4 +165,13 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="Tried to call __getattr__ with attr 'stride' on a FakeScriptObject",
+    readme_symptom=(
+        "`LoweringException: AttributeError: Tried to call __getattr__ with attr 'stride' "
+        "on a FakeScriptObject` when an opaque object reaches a custom op tagged "
+        "`needs_fixed_stride_order`"
+    ),
+    readme_fix=(
+        "upstream's edit to `torch._inductor.lowering.constrain_to_fx_strides`: only "
+        "tensor nodes with a tensor example value are asked for strides."
+    ),
 )

@@ -133,4 +133,12 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="CompiledArtifact.save is not atomic",
+    readme_symptom=(
+        '`standalone_compile(...).save(format="binary")` writes in place: a rank loading '
+        "while another saves, or an interrupted save, finds a partial artifact"
+    ),
+    readme_fix=(
+        "upstream's edit to `CompiledArtifact.save`: the binary artifact goes through "
+        "inductor's own `write_atomic` (a temporary file renamed over the path)."
+    ),
 )

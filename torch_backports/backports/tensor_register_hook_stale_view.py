@@ -128,4 +128,15 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="register_hook on a view whose base changed in place",
+    readme_symptom=(
+        "**segmentation fault** in eager mode: `view.register_hook(fn)` on a view whose "
+        "base changed in place (`base = a.clone(); view = base[:2]; base.mul_(2)`); a "
+        "later hook on such a view never fires"
+    ),
+    readme_fix=(
+        "2.15's one line in `Tensor.register_hook`, `_ = self.grad_fn` before the hook "
+        "dict is looked at, so a stale view's history is refreshed before its dict is "
+        "made and handed to the current node. `import torch` defines the method, so a "
+        "stand-in makes the fixed copy at the first `register_hook` call."
+    ),
 )

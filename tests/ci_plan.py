@@ -1,0 +1,67 @@
+"""Which real-torch run CI makes where: shared by the reproducer tests and
+tools/readme.py's compatibility table, so that the table says what CI runs.
+
+CI installs the releases in tox.ini's default env list. On each release a
+backport claims there, CI runs its reproducer with torch-backports (the
+"fixed" run). The stock run, which shows the upstream symptom, is made on
+one claimed CI release per backport (`stock_release`): 2.13.0 where it is
+claimed (vLLM's pin, and a fast local wheel), otherwise the newest claimed
+one. Every claimed release shares a verified fingerprint with it, so the
+stock code is the same; `tox -e matrix` and TORCH_BACKPORTS_STOCK_RUNS=all
+make the stock run on every release. See docs/ci.md.
+"""
+
+import configparser
+import os
+import re
+from pathlib import Path
+from typing import Optional, Set, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFERRED = (2, 13, 0)
+# The newest torch release CI installs (tox.ini's torch2150 env).
+NEWEST = (2, 15, 0)
+
+Release = Tuple[int, int, int]
+
+
+def _release(version: str) -> Release:
+    return tuple(int(part) for part in version.split(".")[:3])  # type: ignore[return-value]
+
+
+def ci_releases() -> Set[Release]:
+    """The torch releases tox's default env list installs."""
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(ROOT / "tox.ini")
+    envs = re.findall(r"\b(notorch|torch\d+)\b", tox["tox"]["env_list"])
+    deps = tox["testenv:{%s}" % ",".join(envs)]["deps"]
+    return {_release(v) for v in re.findall(r"torch==([\d.]+)", deps)}
+
+
+def stock_release(backport, ci: Optional[Set[Release]] = None) -> Optional[Release]:
+    """The CI release on which `backport`'s stock run is made, or None if it
+    claims none of CI's releases."""
+    claimed = sorted(r for r in (ci if ci is not None else ci_releases())
+                     if backport.needed_by(r))
+    if not claimed:
+        return None
+    return PREFERRED if PREFERRED in claimed else claimed[-1]
+
+
+def stock_run_here(backport, release: Release) -> bool:
+    """Whether the env of `release` makes `backport`'s stock run."""
+    if os.environ.get("TORCH_BACKPORTS_STOCK_RUNS") == "all" or os.environ.get(
+            "TORCH_BACKPORTS_RESULTS_DIR"):
+        return True
+    return stock_release(backport) == release
+
+
+def fixed_run_here(backport, release: Release) -> bool:
+    """Whether the env of `release` runs `backport`'s reproducer with
+    torch-backports: every claimed release, and past the fix the first fixed
+    release and the newest (to show torch left as shipped; a run on each
+    release in between proves nothing more)."""
+    if backport.needed_by(release):
+        return True
+    return release >= backport.first_fixed and (
+        release[:2] == backport.first_fixed[:2] or release[:2] == NEWEST[:2])

@@ -1,0 +1,78 @@
+"""The README says what the catalogue holds: its generated sections equal
+what tools/readme.py writes from the backport modules, and each count in
+its prose ("torch 2.13.0 … needs sixteen of the backports") equals the
+registry's."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import readme  # noqa: E402
+from torch_backports import _registry  # noqa: E402
+from torch_backports._versions import release_of  # noqa: E402
+
+TEXT = readme.README.read_text(encoding="utf-8")
+PROSE = " ".join(TEXT.split())
+
+ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen").split()
+TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def in_words(n: int) -> str:
+    if n < 20:
+        return ONES[n]
+    tens, ones = divmod(n, 10)
+    return TENS[tens - 2] + ("-" + ONES[ones] if ones else "")
+
+
+def needed_by(version: str) -> int:
+    release = release_of(version)
+    return sum(_registry.load(name).needed_by(release) for name in _registry.names())
+
+
+def test_generated_sections_match_the_catalogue():
+    assert readme.generated(TEXT) == TEXT, (
+        "README.md differs from the catalogue: run python tools/readme.py")
+
+
+def test_every_backport_has_its_readme_text():
+    for name in _registry.names():
+        backport = _registry.load(name)
+        assert backport.readme_symptom.strip() and backport.readme_fix.strip(), name
+        assert "| `%s` |" % name in TEXT and "* `%s`: " % name in TEXT, name
+
+
+def test_a_removed_entry_is_noticed():
+    # The check above would catch a README row deleted by hand.
+    row = next(line for line in TEXT.splitlines() if line.startswith("| `fx-graph-cache-pickling` | `"))
+    assert readme.generated(TEXT.replace(row + "\n", "")) != TEXT.replace(row + "\n", "")
+
+
+CLAIM = re.compile(r"torch (\d+\.\d+\.\d+)\b[^.]*?\bneeds ([a-z]+(?:-[a-z]+)?|\d+) of the backports")
+
+
+def test_counts_in_the_prose_match_the_registry():
+    claims = CLAIM.findall(PROSE)
+    assert claims, "the quick start says how many backports a release needs"
+    for version, count in claims:
+        assert count in (in_words(needed_by(version)), str(needed_by(version))), (
+            "README says torch %s needs %s of the backports; the registry says %d"
+            % (version, count, needed_by(version)))
+
+
+def test_the_release_said_to_need_the_most_does():
+    found = re.search(r"torch (\d+\.\d+\.\d+)\b[^.]*?the most of any release", PROSE)
+    assert found, "the quick start says which release needs the most backports"
+    most = max(needed_by(version) for version in readme.COLUMNS)
+    assert needed_by(found.group(1)) == most
+
+
+@pytest.mark.parametrize("n, words", [(16, "sixteen"), (21, "twenty-one"), (30, "thirty")])
+def test_in_words(n, words):
+    assert in_words(n) == words
