@@ -382,6 +382,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks it works")
     parser.add_argument("--torch", default="2.10.0", help="torch release for the torch benchmarks")
     parser.add_argument("--workdir", default=str(ROOT / "benchmarks" / ".work"))
+    parser.add_argument("--clean", action="store_true",
+                        help="delete the work folder (its venvs: ~1 GB with torch 2.13.0, "
+                        "~8 GB with a CUDA build) when done, instead of keeping it for the next run")
     parser.add_argument("--json", default=None, help="write results here too "
                         "(default: benchmarks/results/latest[-quick].json)")
     args = parser.parse_args()
@@ -456,6 +459,15 @@ def main() -> int:
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     results.path.unlink()
     print("wrote", out)
+    # The venvs are kept for the next run (a CUDA torch is a 4 GB download),
+    # which is disk a user did not ask for: say so, or remove them.
+    size = sum(f.stat().st_size for f in workdir.rglob("*") if f.is_file() and not f.is_symlink())
+    if args.clean:
+        shutil.rmtree(workdir, ignore_errors=True)
+        print("removed %s (%.0f MB)" % (workdir, size / 2**20))
+    else:
+        print("%s keeps %.0f MB (the venvs, reused by the next run); --clean or "
+              "`rm -rf %s` frees it" % (workdir, size / 2**20, workdir))
     return 0
 
 

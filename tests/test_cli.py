@@ -72,3 +72,48 @@ def test_verify_refuses_an_unknown_name_as_bad_usage(tmp_path):
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "no backport named no-such-backport" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [["--json"], ["-v"], ["--no-probe"], ["-v", "--no-probe"]])
+def test_status_is_the_default_with_its_options(args):
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    if "--json" in args:
+        assert json.loads(done.stdout)["torch"] is None
+    else:
+        assert done.stdout.startswith("torch not installed, torch-backports ")
+
+
+def torch_of_release(folder, version):
+    """The fake torch, with metadata that says it is `version` (verify reads
+    the release from the metadata, without importing torch)."""
+    info = folder / ("torch-%s.dist-info" % version)
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: %s\n" % version)
+    return {"PYTHONPATH": "%s:%s" % (FAKE_TORCH, folder), "FAKE_TORCH_VERSION": version}
+
+
+def test_verify_says_at_once_that_this_torch_ships_the_fix(tmp_path):
+    """Torch 2.15.0 ships every fix: nothing is run, each row says since
+    which release, and --anyway is named."""
+    done = cli("verify", "inductor-mul-zero-nan", "fx-graph-cache-pickling",
+               env=torch_of_release(tmp_path, "2.15.0"))
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "torch 2.15.0 ships this fix (since 2.14.0); --anyway runs it" in done.stdout
+    assert "torch 2.15.0 ships this fix (since 2.11.0)" in done.stdout
+    assert "stock torch (" not in done.stderr  # no run was started
+
+
+def test_verify_says_at_once_that_this_torch_predates_the_bug(tmp_path):
+    done = cli("verify", "inductor-mul-zero-nan", env=torch_of_release(tmp_path, "2.7.0"))
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "torch 2.7.0 predates the bug (inductor-mul-zero-nan affects >=2.8.0,<2.14.0)" \
+        in done.stdout
+
+
+@pytest.mark.parametrize("jobs", ["0", "x", "-1"])
+def test_verify_jobs_must_be_a_positive_number(jobs):
+    done = cli("verify", "-j", jobs)
+    assert done.returncode == 2
+    assert "expected a whole number of at least 1" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -115,3 +115,39 @@ def test_each_run_has_its_own_temporary_folder_and_caches_removed_afterwards(tmp
     assert cwd == temp and made.startswith(temp) and inductor.startswith(temp)
     assert triton.startswith(temp) and "users-own-cache" not in inductor
     assert not os.path.exists(temp)
+
+
+def test_runs_go_in_parallel_and_verdicts_keep_their_order(monkeypatch):
+    """Two jobs: the four runs of two backports overlap in time, and each
+    verdict pairs its own stock and fixed run."""
+    import threading
+    import time as clock
+
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def fake_run(backport, stock, timeout=0):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        clock.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        crashed = stock and backport.name == "b"
+        return _verify.Run("crashed" if crashed else "ok", "", 0.2, crashed)
+
+    monkeypatch.setattr(_verify, "run_reproducer", fake_run)
+    monkeypatch.setattr(_verify._registry, "load", lambda name: Backport(
+        name=name, summary="", upstream=(), first_affected=(2, 0, 0), first_fixed=(3, 0, 0),
+        apply=lambda m, r: (lambda: None), reproducer="", symptom=""))
+    lines = []
+    verdicts = _verify.verify(["a", "b"], "2.13.0", lines.append, jobs=2, chosen=["a", "b"])
+    assert most[0] == 2
+    assert [(v.name, v.verdict) for v in verdicts] == [
+        ("a", "not reproduced: stock torch passes too (this build may carry the fix)"),
+        ("b", "fixed")]
+    assert len(lines) == 4 and lines[-1].startswith("[4/4] ")
+
+
+def test_default_jobs_is_the_usable_cores():
+    assert _verify.default_jobs() >= 1

@@ -108,7 +108,7 @@ def _print_table(report: dict, verbose: bool) -> None:
                      "status started to import torch's patched modules." % _counts(report))
     if not report["startup"]["files"]:
         lines.append("WARNING: no torch_backports.pth in a site directory, so nothing is "
-                     "patched in new processes (see README: Install).")
+                     "patched in new processes (see README: Troubleshooting).")
     if new.get("import_error"):
         lines.append("WARNING: importing torch failed in that process: %s" % new["import_error"])
     for note in new.get("notes") or []:
@@ -139,7 +139,7 @@ def _parser() -> "tuple[argparse.ArgumentParser, dict]":
         description="Show or check the torch backports of this environment.",
         epilog="Exit statuses: 0 fine; 1 check or verify failed; 2 bad usage; "
         "3 verify checked nothing (every reproducer skipped, or no torch); "
-        "141 output pipe closed.",
+        "141 output pipe closed before all was written.",
     )
     parser.add_argument("--version", action="version",
                         version="torch-backports %s" % torch_backports.__version__)
@@ -162,17 +162,37 @@ def _parser() -> "tuple[argparse.ArgumentParser, dict]":
     verify.add_argument("names", nargs="*", metavar="NAME",
                         help="backports to verify (default: every one this torch needs)")
     verify.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    verify.add_argument("--anyway", action="store_true",
+                        help="also run a named backport that this torch does not need (it "
+                        "ships the fix, or predates the bug)")
+    verify.add_argument("-j", "--jobs", type=_positive, default=None, metavar="N",
+                        help="runs at a time (default: one per core)")
     return parser, {"status": status, "check": check, "verify": verify}
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a whole number of at least 1, got %r" % text)
+    return value
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser, subparsers = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `status` is the default command, options and all: `torch-backports
+    # --json` is `torch-backports status --json`.
+    if not set(argv) & (set(subparsers) | {"-h", "--help", "--version"}):
+        argv.insert(0, "status")
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own usage, not the top-level one
         (subparsers.get(args.command) or parser).error("unrecognized arguments: %s"
                                                        % " ".join(extra))
     if args.command == "verify":
-        return _verify_command(args.names, args.json)
+        return _verify_command(args.names, args.json, args.anyway, args.jobs)
 
     report = gather(probe=not getattr(args, "no_probe", False))
     if args.command == "check":
@@ -193,7 +213,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def _verify_command(names: List[str], as_json: bool) -> int:
+def _verify_command(names: List[str], as_json: bool, anyway: bool = False,
+                    jobs: Optional[int] = None) -> int:
     from . import _verify
 
     version = _environment.torch_version()
@@ -210,12 +231,23 @@ def _verify_command(names: List[str], as_json: bool) -> int:
     except _verify.UnknownBackport as exc:
         print("torch-backports verify: %s" % exc, file=sys.stderr)
         return 2
-    print("torch-backports verify: torch %s, %d reproducer(s), each run twice in a new "
-          "interpreter; this takes minutes." % (version, len(chosen)), file=sys.stderr)
+    if names:
+        # A named backport this torch does not need is said so at once: its
+        # two runs would both be stock torch, and prove nothing.
+        not_run = [] if anyway else _verify.not_needed(chosen, version)
+        chosen = [name for name in chosen if name not in dict(not_run)]
+        not_run = [(name, reason + "; --anyway runs it") for name, reason in not_run]
+    else:
+        not_run = [(name, "not needed by torch %s" % version)
+                   for name in _registry.names() if name not in chosen]
+    if chosen:
+        workers = min(jobs or _verify.default_jobs(), 2 * len(chosen))
+        print("torch-backports verify: torch %s, %d reproducer(s), each run twice in a new "
+              "interpreter, %d at a time; this takes minutes."
+              % (version, len(chosen), workers), file=sys.stderr)
     verdicts = _verify.verify(names, version,
-                              lambda line: print("  " + line, file=sys.stderr, flush=True))
-    not_run = [] if names else [(name, "not needed by torch %s" % version)
-                                for name in _registry.names() if name not in chosen]
+                              lambda line: print("  " + line, file=sys.stderr, flush=True),
+                              jobs=jobs, chosen=chosen)
     outcome = _verify.summarise(verdicts)
     opt_out = _config.read_opt_out(_registry.names())
     warning = None

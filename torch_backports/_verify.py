@@ -8,17 +8,19 @@ torch_backports; the .pth does whatever is done, as for a user's program.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import Callable, List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import _config, _registry, _versions
-from ._backport import Backport
+from ._backport import Backport, format_release
 
 SKIP_EXIT = 77
 """A reproducer exits with this after printing "skipped: <what it needs>"."""
@@ -149,23 +151,72 @@ def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
     return [n for n in _registry.names() if _registry.load(n).needed_by(release)]
 
 
+def default_jobs() -> int:
+    """One run per usable core: a reproducer spends its time in one Python
+    thread or one compiler process (its inductor compiles with one worker)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def verify(names: Sequence[str], torch_version: Optional[str],
-           progress: Callable[[str], None]) -> List[Verdict]:
-    chosen = selected(names, torch_version)
-    verdicts = []
-    for number, name in enumerate(chosen, 1):
+           progress: Callable[[str], None], jobs: Optional[int] = None,
+           chosen: Optional[Sequence[str]] = None) -> List[Verdict]:
+    """Run the stock and the fixed run of each chosen reproducer, `jobs` at
+    a time (default: one per core). Each run has its own interpreter,
+    temporary folder and inductor and triton caches (run_reproducer), so
+    runs in parallel share nothing; progress lines come as runs finish."""
+    if chosen is None:
+        chosen = selected(names, torch_version)
+    backports = {name: _registry.load(name) for name in chosen}
+    tasks = [(name, stock) for name in chosen for stock in (True, False)]
+    total = len(tasks)
+    results: Dict[Tuple[str, bool], Run] = {}
+    lock = threading.Lock()
+
+    def describe(name: str, stock: bool) -> str:
+        return "%s, %s" % (name, "stock torch (%s=%s)" % (_config.ENV_DISABLE, name)
+                           if stock else "with torch-backports")
+
+    def one(task: Tuple[str, bool]) -> None:
+        name, stock = task
+        run = run_reproducer(backports[name], stock)
+        with lock:
+            results[task] = run
+            progress("[%d/%d] %s: %s (%.1f s)" % (len(results), total, describe(name, stock),
+                                                   run.describe(), run.seconds))
+
+    workers = max(1, min(jobs or default_jobs(), total or 1))
+    if workers == 1:
+        for task in tasks:
+            progress("[%d/%d] %s ..." % (len(results) + 1, total, describe(*task)))
+            one(task)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            for done in pool.map(one, tasks):
+                pass
+    return [judge(name, results[(name, True)], results[(name, False)]) for name in chosen]
+
+
+def not_needed(names: Sequence[str], torch_version: Optional[str]) -> List[Tuple[str, str]]:
+    """The named backports whose reproducers this torch does not need run,
+    each with why: it ships the fix, or it predates the bug. Nothing when
+    the release cannot be read."""
+    try:
+        release = _versions.release_of(torch_version)
+    except _versions.UnknownRelease:
+        return []
+    reasons = []
+    for name in names:
         backport = _registry.load(name)
-        runs = []
-        for stock in (True, False):
-            what = "stock torch (%s=%s)" % (_config.ENV_DISABLE, name) if stock \
-                else "with torch-backports"
-            progress("[%d/%d] %s, %s ..." % (number, len(chosen), name, what))
-            run = run_reproducer(backport, stock)
-            progress("[%d/%d] %s, %s: %s (%.1f s)"
-                     % (number, len(chosen), name, what, run.describe(), run.seconds))
-            runs.append(run)
-        verdicts.append(judge(name, *runs))
-    return verdicts
+        if release >= backport.first_fixed:
+            reasons.append((name, "torch %s ships this fix (since %s)"
+                            % (torch_version, format_release(backport.first_fixed))))
+        elif release < backport.first_affected:
+            reasons.append((name, "torch %s predates the bug (%s affects %s)"
+                            % (torch_version, name, backport.affects())))
+    return reasons
 
 
 class Outcome(NamedTuple):
