@@ -2,7 +2,7 @@
 
 import pytest
 
-from torch_backports._config import ENV_DISABLE, read_opt_out
+from torch_backports._config import ENV_DISABLE, read_opt_in, read_opt_out
 
 KNOWN = ("fx-graph-cache-pickling", "other-fix")
 
@@ -49,3 +49,9 @@ def test_unknown_names_are_reported_not_fatal():
 def test_garbage_never_raises(value):
     result = opt_out(value)
     assert not result.everything
+
+
+def test_enable_takes_names_only():
+    names, unknown = read_opt_in(KNOWN, {"TORCH_BACKPORTS_ENABLE": "Other_Fix, bogus,1"})
+    assert names == {"other-fix"} and unknown == ("bogus", "1")
+    assert read_opt_in(KNOWN, {}) == (frozenset(), ())

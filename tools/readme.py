@@ -76,7 +76,11 @@ def fixes_table(catalogue: Iterable[Backport]) -> str:
     lines = ["| backport | symptom on stock torch | affected | fixed upstream in |",
              "|---|---|---|---|"]
     for backport in catalogue:
-        lines.append("| `%s` | %s | %s | %s |" % (backport.name, backport.readme_symptom,
+        symptom = backport.readme_symptom
+        if backport.off_by_default:
+            symptom += (". **Off by default**: %s; `TORCH_BACKPORTS_ENABLE=%s` turns it on"
+                        % (backport.off_by_default, backport.name))
+        lines.append("| `%s` | %s | %s | %s |" % (backport.name, symptom,
                                                   affected(backport), fixed_in(backport)))
     return "\n".join(lines)
 

@@ -63,13 +63,7 @@ def apply(name: str, module: ModuleType) -> str:
             return _records.APPLIED
         version = running_torch_version()
         opt_out = _config.read_opt_out(_registry.names())
-        for unknown in opt_out.unknown:
-            if not _records.add_note("%s names no backport: %r" % (_config.ENV_DISABLE, unknown)):
-                continue  # warned already, for an earlier backport
-            logger.warning(
-                "%s names no backport %r; known backports: %s",
-                _config.ENV_DISABLE, unknown, ", ".join(_registry.names()),
-            )
+        _note_unknown(_config.ENV_DISABLE, opt_out.unknown)
         if opt_out.disables(name):
             return _set(name, _records.DISABLED, opt_out.describe(), version)
         try:
@@ -80,6 +74,12 @@ def apply(name: str, module: ModuleType) -> str:
         if gated is not None:
             return gated
         backport = _registry.load(name)
+        if backport.off_by_default:
+            enabled, unknown = _config.read_opt_in(_registry.names())
+            _note_unknown(_config.ENV_ENABLE, unknown)
+            if name not in enabled:
+                return _set(name, _records.OFF, "off by default: %s; %s=%s turns it on"
+                            % (backport.off_by_default, _config.ENV_ENABLE, name), version)
         if backport.changes_codegen:
             from . import _cache_key
 
@@ -98,6 +98,14 @@ def apply(name: str, module: ModuleType) -> str:
             raise
         return _set(name, _records.APPLIED, "patched for torch %s" % format_release(release),
                     version)
+
+
+def _note_unknown(variable: str, unknown: "tuple[str, ...]") -> None:
+    """Warn once per process of each part of `variable` that names no backport."""
+    for part in unknown:
+        if _records.add_note("%s names no backport: %r" % (variable, part)):
+            logger.warning("%s names no backport %r; known backports: %s",
+                           variable, part, ", ".join(_registry.names()))
 
 
 def _refused(name: str, exc: Exception, version: Optional[str]) -> str:

@@ -40,6 +40,11 @@ class Backport:
     turn them off in both runs of this reproducer, so that the stock run
     shows the bug and the fixed run shows that this patch alone fixes it.
 
+    `off_by_default`, when not empty, says why the backport is off unless
+    TORCH_BACKPORTS_ENABLE names it: a hunk of its change that no CPU test
+    in CI executes (GPU-only code), which stays unproven until a GPU run
+    records it.
+
     `readme_symptom` and `readme_fix` are the Markdown of the README's
     "What it fixes" row and its "how each is fixed" entry, which
     tools/readme.py writes from them (a test holds the README equal).
@@ -51,14 +56,14 @@ class Backport:
     # to nothing.
     __slots__ = ("name", "summary", "upstream", "first_affected", "first_fixed", "apply",
                  "reproducer", "symptom", "changes_codegen", "verify_without",
-                 "readme_symptom", "readme_fix")
+                 "readme_symptom", "readme_fix", "off_by_default")
 
     def __init__(self, *, name: str, summary: str, upstream: Tuple[str, ...],
                  first_affected: Release, first_fixed: Release,
                  apply: Callable[[ModuleType, Release], Revert], reproducer: str,
                  symptom: str, changes_codegen: bool = False,
                  verify_without: Tuple[str, ...] = (), readme_symptom: str = "",
-                 readme_fix: str = "") -> None:
+                 readme_fix: str = "", off_by_default: str = "") -> None:
         self.name = name
         self.summary = summary
         self.upstream = upstream
@@ -71,6 +76,7 @@ class Backport:
         self.verify_without = verify_without
         self.readme_symptom = readme_symptom
         self.readme_fix = readme_fix
+        self.off_by_default = off_by_default
 
     def disabled_when_verified(self, stock: bool) -> str:
         """TORCH_BACKPORTS_DISABLE's value for a run of the reproducer:

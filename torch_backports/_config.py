@@ -1,4 +1,5 @@
-"""The TORCH_BACKPORTS_DISABLE opt-out."""
+"""The TORCH_BACKPORTS_DISABLE opt-out, and TORCH_BACKPORTS_ENABLE, the
+opt-in for a backport that is off by default (Backport.off_by_default)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Collection, FrozenSet, Mapping, Optional, Tuple
 from . import _ALL_WORDS, _ENV_DISABLE
 
 ENV_DISABLE = _ENV_DISABLE
+ENV_ENABLE = "TORCH_BACKPORTS_ENABLE"
 
 # The obvious spellings of "off" and "on" are what they say; anything else
 # is a list of names, and a name that matches no backport is reported (a
@@ -52,6 +54,20 @@ def read_opt_out(
         return OptOut(False, frozenset(), ())
     if word in _ALL_WORDS:
         return OptOut(True, frozenset(), ())
+    names, unknown = _names(raw, known)
+    return OptOut(False, names, unknown)
+
+
+def read_opt_in(
+    known: Collection[str], environ: Optional[Mapping[str, str]] = None
+) -> Tuple[FrozenSet[str], Tuple[str, ...]]:
+    """The backports TORCH_BACKPORTS_ENABLE turns on, and the parts of it
+    that name none. Only names count: a backport off by default is off for
+    a reason (a hunk no CPU test reaches), so there is no word for "all"."""
+    return _names((os.environ if environ is None else environ).get(ENV_ENABLE, ""), known)
+
+
+def _names(raw: str, known: Collection[str]) -> Tuple[FrozenSet[str], Tuple[str, ...]]:
     by_key = {_key(name): name for name in known}
     names = set()
     unknown = []
@@ -64,7 +80,7 @@ def read_opt_out(
             unknown.append(part)
         else:
             names.add(name)
-    return OptOut(False, frozenset(names), tuple(unknown))
+    return frozenset(names), tuple(unknown)
 
 
 def _key(name: str) -> str:

@@ -18,10 +18,11 @@ APPLIED = "applied"
 NOT_NEEDED = "not needed"
 NOT_COVERED = "not covered"
 DISABLED = "disabled"
+OFF = "off"  # off by default (Backport.off_by_default), not turned on
 UNRECOGNISED = "unrecognised"
 FAILED = "failed"
 
-STATES = (PENDING, APPLIED, NOT_NEEDED, NOT_COVERED, DISABLED, UNRECOGNISED, FAILED)
+STATES = (PENDING, APPLIED, NOT_NEEDED, NOT_COVERED, DISABLED, OFF, UNRECOGNISED, FAILED)
 
 Outcome = Tuple[str, str, Optional[str]]
 """(state, reason, torch version)"""

@@ -93,6 +93,10 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> 
                TRITON_CACHE_DIR=os.path.join(scratch, "triton"))
     if stock or backport.verify_without:
         env[_config.ENV_DISABLE] = backport.disabled_when_verified(stock)
+    if backport.off_by_default and not stock:
+        # verify proves a backport that is off by default: it runs it on.
+        env[_config.ENV_ENABLE] = ",".join(
+            part for part in (env.get(_config.ENV_ENABLE, ""), backport.name) if part)
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-c", backport.reproducer], env=env,
