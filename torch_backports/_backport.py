@@ -45,6 +45,14 @@ class Backport:
     in CI executes (GPU-only code), which stays unproven until a GPU run
     records it.
 
+    `cpu_check` is, for a fix of GPU code, a program that drives the
+    fixed code path on a CPU-only machine (it may use internal APIs and
+    stubs, as a test does): on stock torch of an affected release it fails
+    with `cpu_check_symptom` in its output, with the fix it exits 0, and it
+    exits 77 after "skipped: ..." when it cannot run. The real-wheel tests
+    run it stock and fixed wherever they run the reproducer, which itself
+    needs the GPU.
+
     `readme_symptom` and `readme_fix` are the Markdown of the README's
     "What it fixes" row and its "how each is fixed" entry, which
     tools/readme.py writes from them (a test holds the README equal).
@@ -56,14 +64,16 @@ class Backport:
     # to nothing.
     __slots__ = ("name", "summary", "upstream", "first_affected", "first_fixed", "apply",
                  "reproducer", "symptom", "changes_codegen", "verify_without",
-                 "readme_symptom", "readme_fix", "off_by_default")
+                 "readme_symptom", "readme_fix", "off_by_default",
+                 "cpu_check", "cpu_check_symptom")
 
     def __init__(self, *, name: str, summary: str, upstream: Tuple[str, ...],
                  first_affected: Release, first_fixed: Release,
                  apply: Callable[[ModuleType, Release], Revert], reproducer: str,
                  symptom: str, changes_codegen: bool = False,
                  verify_without: Tuple[str, ...] = (), readme_symptom: str = "",
-                 readme_fix: str = "", off_by_default: str = "") -> None:
+                 readme_fix: str = "", off_by_default: str = "", cpu_check: str = "",
+                 cpu_check_symptom: str = "") -> None:
         self.name = name
         self.summary = summary
         self.upstream = upstream
@@ -77,6 +87,8 @@ class Backport:
         self.readme_symptom = readme_symptom
         self.readme_fix = readme_fix
         self.off_by_default = off_by_default
+        self.cpu_check = cpu_check
+        self.cpu_check_symptom = cpu_check_symptom
 
     def disabled_when_verified(self, stock: bool) -> str:
         """TORCH_BACKPORTS_DISABLE's value for a run of the reproducer:

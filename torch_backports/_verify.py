@@ -79,8 +79,10 @@ def exception_line(stderr: str) -> str:
     return tail[-1][:80] if tail else "no output"
 
 
-def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> Run:
-    """Run `backport`'s reproducer in a new interpreter, stock or fixed.
+def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
+                   cpu_check: bool = False) -> Run:
+    """Run `backport`'s reproducer (or, with `cpu_check`, its CPU check) in
+    a new interpreter, stock or fixed.
 
     Each run gets its own temporary folder, removed afterwards, as TMPDIR
     and as inductor's and triton's cache: the reproducers leave nothing in
@@ -99,7 +101,8 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> 
             part for part in (env.get(_config.ENV_ENABLE, ""), backport.name) if part)
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-c", backport.reproducer], env=env,
+        program = backport.cpu_check if cpu_check else backport.reproducer
+        done = subprocess.run([sys.executable, "-c", program], env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=timeout, cwd=scratch)
     except subprocess.TimeoutExpired:
@@ -107,7 +110,8 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0) -> 
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     seconds = round(time.monotonic() - started, 1)
-    symptom = backport.symptom in done.stderr or backport.symptom in done.stdout
+    wanted = backport.cpu_check_symptom if cpu_check else backport.symptom
+    symptom = wanted in done.stderr or wanted in done.stdout
     if done.returncode == 0:
         return Run(OK, "", seconds, symptom)
     if done.returncode == SKIP_EXIT:

@@ -23,11 +23,13 @@ from torch_backports._backport import format_release
 from torch_backports._versions import release_of
 
 
-def reproduce(name, stock):
-    run = _verify.run_reproducer(_registry.load(name), stock=stock)
-    record(name, "stock" if stock else "with_torch_backports", run.describe())
+def reproduce(name, stock, cpu_check=False):
+    run = _verify.run_reproducer(_registry.load(name), stock=stock, cpu_check=cpu_check)
+    which = "stock" if stock else "with_torch_backports"
+    record(name, "cpu_check_" + which if cpu_check else which, run.describe())
     if run.outcome == _verify.SKIPPED:
-        pytest.skip("%s's reproducer needs %s" % (name, run.detail))
+        pytest.skip("%s's %s needs %s" % (name, "CPU check" if cpu_check else "reproducer",
+                                          run.detail))
     return run
 
 
@@ -43,6 +45,17 @@ def record(name, which, outcome):
 
 @pytest.mark.parametrize("name", _registry.names())
 def test_reproducer(name):
+    check(name, cpu_check=False)
+
+
+@pytest.mark.parametrize("name", [n for n in _registry.names() if _registry.load(n).cpu_check])
+def test_cpu_check(name):
+    """A fix of GPU code, driven on the CPU (Backport.cpu_check): the same
+    stock and fixed runs as its reproducer's, which needs a GPU."""
+    check(name, cpu_check=True)
+
+
+def check(name, cpu_check):
     needs_torch()
     backport = _registry.load(name)
     release = release_of(EXPECTED)
@@ -50,15 +63,16 @@ def test_reproducer(name):
         record(name, "state", "not covered")
         pytest.skip("torch %s predates %s (%s)" % (EXPECTED, name, backport.affects()))
     if backport.needed_by(release) and ci_plan.stock_run_here(backport, release):
-        stock = reproduce(name, stock=True)
+        stock = reproduce(name, stock=True, cpu_check=cpu_check)
+        wanted = backport.cpu_check_symptom if cpu_check else backport.symptom
         assert stock.outcome == _verify.CRASHED and stock.symptom, (
-            "stock torch %s should fail with %r: %s" % (EXPECTED, backport.symptom, stock))
+            "stock torch %s should fail with %r: %s" % (EXPECTED, wanted, stock))
     elif not ci_plan.fixed_run_here(backport, release):
         record(name, "state", "not needed")
         pytest.skip("torch %s ships %s's fix; checked on %s and %s" % (
             EXPECTED, name, format_release(backport.first_fixed),
             format_release(ci_plan.NEWEST)))
-    fixed = reproduce(name, stock=False)
+    fixed = reproduce(name, stock=False, cpu_check=cpu_check)
     assert fixed.outcome == _verify.OK, (
         "torch %s (fixed in %s) fails with torch-backports: %s"
         % (EXPECTED, format_release(backport.first_fixed), fixed))
