@@ -124,14 +124,29 @@ def cell(backport: Backport, version: str, ci: set, matrix: dict) -> str:
     return "fp"
 
 
+def gpu_proven() -> Dict[str, set]:
+    """release -> the backports whose reproducer a GPU run (tools/gpu_run.py,
+    recorded in tests/gpu-results/) saw fail stock and pass fixed."""
+    proven: Dict[str, set] = {}
+    for path in sorted((ROOT / "tests" / "gpu-results").glob("*.json")):
+        run = json.loads(path.read_text(encoding="utf-8"))
+        version = format_release(release_of(run["torch"]))
+        proven.setdefault(version, set()).update(
+            row["name"] for row in run.get("reproducers", {}).get("backports", [])
+            if row.get("verdict") == "fixed")
+    return proven
+
+
 def compatibility_table(catalogue: Iterable[Backport]) -> str:
     ci = ci_plan.ci_releases()
     results = ROOT / "tests" / "matrix-results.json"
     matrix = json.loads(results.read_text())["results"] if results.exists() else {}
+    gpu = gpu_proven()
     lines = ["| backport | " + " | ".join(COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
     for backport in catalogue:
-        lines.append("| `%s` | " % backport.name
-                     + " | ".join(cell(backport, v, ci, matrix) for v in COLUMNS) + " |")
+        lines.append("| `%s` | " % backport.name + " | ".join(
+            cell(backport, v, ci, matrix) + (" GPU" if backport.name in gpu.get(v, ()) else "")
+            for v in COLUMNS) + " |")
     return "\n".join(lines)
 
 
