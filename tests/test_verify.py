@@ -126,7 +126,7 @@ def test_runs_go_in_parallel_and_verdicts_keep_their_order(monkeypatch):
     running, most = [0], [0]
     lock = threading.Lock()
 
-    def fake_run(backport, stock, timeout=0):
+    def fake_run(backport, stock, timeout=0, cpu_check=False):
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
@@ -151,3 +151,19 @@ def test_runs_go_in_parallel_and_verdicts_keep_their_order(monkeypatch):
 
 def test_default_jobs_is_the_usable_cores():
     assert _verify.default_jobs() >= 1
+
+
+def test_a_gpu_reproducer_that_skips_is_proven_by_its_cpu_check(monkeypatch):
+    def fake_run(backport, stock, timeout=0, cpu_check=False):
+        if not cpu_check:
+            return _verify.Run("skipped", "needs a CUDA GPU", 0.1, False)
+        return _verify.Run("crashed" if stock else "ok", "", 0.1, stock)
+
+    monkeypatch.setattr(_verify, "run_reproducer", fake_run)
+    monkeypatch.setattr(_verify._registry, "load", lambda name: Backport(
+        name=name, summary="", upstream=(), first_affected=(2, 0, 0), first_fixed=(3, 0, 0),
+        apply=lambda m, r: (lambda: None), reproducer="", symptom="",
+        cpu_check="print()" if name == "gpu" else ""))
+    verdicts = _verify.verify([], "2.13.0", lambda line: None, jobs=2, chosen=["gpu", "other"])
+    assert [(v.name, v.verdict) for v in verdicts] == [
+        ("gpu", "CPU check: fixed"), ("other", "skipped: needs a CUDA GPU")]

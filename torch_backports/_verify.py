@@ -174,37 +174,64 @@ def verify(names: Sequence[str], torch_version: Optional[str],
     """Run the stock and the fixed run of each chosen reproducer, `jobs` at
     a time (default: one per core). Each run has its own interpreter,
     temporary folder and inductor and triton caches (run_reproducer), so
-    runs in parallel share nothing; progress lines come as runs finish."""
+    runs in parallel share nothing; progress lines come as runs finish.
+
+    A backport of GPU code whose reproducer skipped (no CUDA GPU here) is
+    then proven by its CPU check (Backport.cpu_check), if it has one, and
+    its verdict says so."""
     if chosen is None:
         chosen = selected(names, torch_version)
     backports = {name: _registry.load(name) for name in chosen}
-    tasks = [(name, stock) for name in chosen for stock in (True, False)]
-    total = len(tasks)
-    results: Dict[Tuple[str, bool], Run] = {}
+    runs = _run_all(backports, [(name, stock, False) for name in chosen for stock in (True, False)],
+                    jobs, progress)
+    on_cpu = [name for name in chosen if backports[name].cpu_check
+              and SKIPPED in (runs[(name, True, False)].outcome, runs[(name, False, False)].outcome)]
+    if on_cpu:
+        runs.update(_run_all(backports, [(name, stock, True) for name in on_cpu
+                                         for stock in (True, False)], jobs, progress))
+    verdicts = []
+    for name in chosen:
+        if name in on_cpu:
+            verdict = judge(name, runs[(name, True, True)], runs[(name, False, True)])
+            verdicts.append(verdict._replace(verdict="CPU check: " + verdict.verdict))
+        else:
+            verdicts.append(judge(name, runs[(name, True, False)], runs[(name, False, False)]))
+    return verdicts
+
+
+_Task = Tuple[str, bool, bool]  # (backport, stock, CPU check)
+
+
+def _run_all(backports: Dict[str, Backport], tasks: List[_Task], jobs: Optional[int],
+             progress: Callable[[str], None]) -> Dict[_Task, Run]:
+    """Run `tasks`, `jobs` at a time; report each as it finishes."""
+    results: Dict[_Task, Run] = {}
     lock = threading.Lock()
+    total = len(tasks)
 
-    def describe(name: str, stock: bool) -> str:
-        return "%s, %s" % (name, "stock torch (%s=%s)" % (_config.ENV_DISABLE, name)
-                           if stock else "with torch-backports")
+    def describe(task: _Task) -> str:
+        name, stock, cpu_check = task
+        return "%s%s, %s" % (name, " (CPU check)" if cpu_check else "",
+                             "stock torch (%s=%s)" % (_config.ENV_DISABLE, name)
+                             if stock else "with torch-backports")
 
-    def one(task: Tuple[str, bool]) -> None:
-        name, stock = task
-        run = run_reproducer(backports[name], stock)
+    def one(task: _Task) -> None:
+        name, stock, cpu_check = task
+        run = run_reproducer(backports[name], stock, cpu_check=cpu_check)
         with lock:
             results[task] = run
-            progress("[%d/%d] %s: %s (%.1f s)" % (len(results), total, describe(name, stock),
+            progress("[%d/%d] %s: %s (%.1f s)" % (len(results), total, describe(task),
                                                    run.describe(), run.seconds))
 
     workers = max(1, min(jobs or default_jobs(), total or 1))
     if workers == 1:
         for task in tasks:
-            progress("[%d/%d] %s ..." % (len(results) + 1, total, describe(*task)))
+            progress("[%d/%d] %s ..." % (len(results) + 1, total, describe(task)))
             one(task)
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            for done in pool.map(one, tasks):
-                pass
-    return [judge(name, results[(name, True)], results[(name, False)]) for name in chosen]
+            list(pool.map(one, tasks))
+    return results
 
 
 def not_needed(names: Sequence[str], torch_version: Optional[str]) -> List[Tuple[str, str]]:
