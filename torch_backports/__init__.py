@@ -5,6 +5,8 @@ install() at interpreter start. Nothing is patched then: install() only
 puts this module on sys.meta_path as a watcher. When torch's package
 executes, the watcher arms post-import hooks (_hooks), one per backport's
 target module, and each patch is made when its target is imported.
+require() lets a library demand that named fixes are in effect
+(docs/require.md).
 """
 
 # Cost contract. This module is imported at the start of every interpreter
@@ -191,9 +193,11 @@ def require(*names: str) -> None:
     releases the backport claims), failed, pending, not installed, and
     unknown (no backport of that name here, with near names). Its
     `missing` maps each name to (state, reason). Errors importing torch
-    or a target are reported there too, never raised as they are.
+    or a target are reported there too, never raised as they are. No
+    names, or a name that is not a str, is a TypeError: a caller's bug.
 
-    Cost, once applied: ~X per call for one name (timeit, torch 2.13.0,
+    Cost, once in effect: 4.2 us a call for one applied fix, 3.0 us for
+    one torch ships (timeit, torch 2.13.0, Python 3.11, 2026-12-06:
     docs/require.md), cheap enough for every import of a library.
     """
     from . import _require

@@ -23,6 +23,7 @@ import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _records, _registry, _versions
+from ._backport import Release
 
 # States of a record that mean the fix is in effect. "not covered" is not
 # one: the release predates the releases the backport was verified on, and
@@ -144,6 +145,11 @@ def require(*names: str) -> None:
         # run, and an inductor fix would import inductor for nothing.
         if package._startup_state in ("watching", "armed"):
             failures = _import_targets(known)
+    version = getattr(sys.modules.get("torch"), "__version__", None)
+    try:
+        release: Optional[Release] = _versions.release_of(version)
+    except _versions.UnknownRelease:
+        release = None  # judged by the records alone, which say why
     missing: Dict[str, Tuple[str, str]] = {}
     for name in names:  # in the order asked for
         if name in unknown:
@@ -152,7 +158,7 @@ def require(*names: str) -> None:
         name = _by_key[_key(name)]
         if name in missing:
             continue
-        state, reason = _state(name, failures.get(name), package)
+        state, reason = _state(name, failures.get(name), package, version, release)
         if state not in IN_EFFECT:
             missing[name] = (state, reason)
     if missing:
@@ -175,14 +181,11 @@ def _import_targets(known: Sequence[str]) -> Dict[str, str]:
     return failures
 
 
-def _state(name: str, failure: Optional[str], package: object) -> Tuple[str, str]:
-    """(state, reason) of backport `name` in this process, for require."""
+def _state(name: str, failure: Optional[str], package: object, version: Optional[str],
+           release: Optional[Release]) -> Tuple[str, str]:
+    """(state, reason) of backport `name` in this process, for require, on
+    torch `version` (its `release`, if it reads as one)."""
     first_fixed = _registry.releases(name)[1]
-    version = getattr(sys.modules.get("torch"), "__version__", None)
-    try:
-        release: Optional[Tuple[int, int, int]] = _versions.release_of(version)
-    except _versions.UnknownRelease:
-        release = None
     if release is not None and release >= first_fixed:
         # The fix is torch's own here, whatever torch-backports did: even
         # disabled, or not installed, the program has it.
