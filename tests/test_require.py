@@ -6,6 +6,7 @@ fx-graph-cache-pickling) and one as a vendor build would have it
 no torch.library, so library-define-qualified-name's target fails to import.
 """
 
+import json
 import pickle
 
 import pytest
@@ -100,6 +101,27 @@ def test_an_unrecognised_fingerprint_raises_with_it():
     state, reason = result["missing"]["fake-tensor-parameter-subclass"]
     assert state == "unrecognised"
     assert "matches no verified release" in reason and "torch left untouched" in reason
+
+
+def test_a_build_that_carries_the_fix_passes():
+    """A vendor build whose function has the fixed release's fingerprint:
+    the fake fake_tensor's fingerprint is made the fixed one."""
+    # The file is loaded under another name, so that its import runs no hook.
+    prefix = ("import importlib.util\n"
+              "from torch_backports import _fingerprint\n"
+              "from torch_backports.backports import fake_tensor_parameter_subclass as b\n"
+              "spec = importlib.util.spec_from_file_location('copy', %r)\n"
+              "copy = importlib.util.module_from_spec(spec); spec.loader.exec_module(copy)\n"
+              "b.FIXED[_fingerprint.of_function(copy._check_for_subclass_arg)] = 'a vendor'\n"
+              % str(FAKE_TORCH / "torch" / "_subclasses" / "fake_tensor.py"))
+    suffix = ("print(json.dumps([(r['state'], r['reason']) for r in torch_backports.status()"
+              " if r['name'] == 'fake-tensor-parameter-subclass']))\n")
+    done = run_python(prefix + REQUIRE % (("fake-tensor-parameter-subclass",),) + suffix,
+                      env={"FAKE_TORCH_VERSION": "2.10.0"}, fake_torch=True)
+    assert done.returncode == 0, done.stderr
+    result, [(state, reason)] = [json.loads(line) for line in done.stdout.splitlines()[-2:]]
+    assert result["ok"], result
+    assert state == "not needed" and "this build carries the fix" in reason, reason
 
 
 def test_a_release_older_than_the_backport_raises_not_covered():
