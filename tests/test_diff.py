@@ -254,3 +254,18 @@ def test_status_json_gives_the_hashes_of_each_target(installed):
     assert {"name", "summary", "upstream", "affects", "target", "torch", "state",
             "reason", "patches"} == set(rows["fx-graph-cache-pickling"])
     assert rows["inductor-mul-zero-nan"]["patches"] == []
+
+
+def test_a_table_entry_holding_the_patched_function_hashes_apart(module):
+    """An entry such as inductor's inplaceable_ops[...] that a patch points
+    at the copy: same repr, other hash."""
+    helper = vars(module)["helper"]
+    verified = {_fingerprint.of_function(helper): "made-up 1.0"}
+    copy = _patching.rewritten(helper, [("a + b", "a - b")], verified, {})
+    before = _diff._side(types.SimpleNamespace(check=helper, limit=3))
+    after = _diff._side(types.SimpleNamespace(check=copy, limit=3))
+    assert before["hash_of"] == after["hash_of"] == "repr"
+    assert re.sub(" at 0x[0-9a-f]+", "", before["repr"]) == re.sub(" at 0x[0-9a-f]+", "",
+                                                                   after["repr"])
+    assert before["sha256"] != after["sha256"]
+    assert before["sha256"] == _diff._side(types.SimpleNamespace(check=helper, limit=3))["sha256"]

@@ -21,7 +21,8 @@ way), and "hash_of" says "code"; that hash differs between Python versions.
 For a wrapper, running_sha256 is the wrapper's source: the installed
 function still runs, inside it, with installed_sha256. A value that is no
 function (an entry of a table a patch set by hand) is hashed by its repr,
-without " at 0x..." addresses, and "hash_of" says "repr".
+each function it holds named with its own hash, without " at 0x..."
+addresses, and "hash_of" says "repr".
 """
 
 from __future__ import annotations
@@ -155,10 +156,35 @@ def _side(value: Any) -> Side:
             side["sha256"] = code_sha256(code)
             side["hash_of"] = "code"
         else:
-            # without the addresses that differ from process to process
-            side["sha256"] = _sha256(re.sub(r" at 0x[0-9a-fA-F]+", "", side["repr"]))
+            side["sha256"] = _sha256(_value_text(value))
             side["hash_of"] = "repr"
     return side
+
+
+def _value_text(value: Any) -> str:
+    """What is hashed of a value that is no function (a table entry, a
+    flag): its repr, or for an object with attributes or a list, each item
+    in turn, a function by its name and the hash of its own source (a table
+    entry that now holds the patched function differs from the one that
+    held the installed one, though their reprs name the same function)."""
+    if isinstance(value, (list, tuple)):
+        return "%s[%s]" % (type(value).__qualname__, ", ".join(map(_item_text, value)))
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict) and not callable(value):
+        return "%s(%s)" % (type(value).__qualname__, ", ".join(
+            "%s=%s" % (key, _item_text(item)) for key, item in sorted(fields.items())))
+    return _item_text(value)
+
+
+def _item_text(value: Any) -> str:
+    if getattr(_unwrapped(value), "__code__", None) is not None:
+        # a rewritten copy by its edited text: inspect would read the
+        # installed text at its line numbers
+        edited = _edited(value)
+        digest = _sha256(edited) if edited is not None else _side(value)["sha256"]
+        return "<%s %s>" % (_name_of(_unwrapped(value)), digest)
+    # without the addresses that differ from process to process
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 def _edited_side(running: Any, installed: "Optional[Side]") -> Side:
