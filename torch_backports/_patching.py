@@ -381,11 +381,14 @@ def snapshot(module: Any, containers: bool = False) -> Revert:
     # its classes that it holds, such as an operator a patch marks.
     held = []
     for key, value in (saved[0][1].items() if containers else ()):
-        if type(value) in (dict, list):
-            held.append(("%s[%%s]" % key, value, type(value)(value)))
-        elif type(value).__module__ == name and isinstance(getattr(value, "__dict__", None),
-                                                           dict):
-            held.append(("%s.%%s" % key, vars(value), dict(vars(value))))
+        try:
+            if type(value) in (dict, list):
+                held.append(("%s[%%s]" % key, value, type(value)(value)))
+            elif type(value).__module__ == name and isinstance(
+                    getattr(value, "__dict__", None), dict):
+                held.append(("%s.%%s" % key, vars(value), dict(vars(value))))
+        except Exception:  # an odd object: the audit must not fail the patch
+            continue
 
     def restore() -> None:
         for owner, before in saved:
