@@ -11,6 +11,7 @@ left as shipped.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from types import ModuleType
@@ -27,6 +28,14 @@ logger = logging.getLogger("torch_backports")
 _lock = threading.RLock()
 _armed = False
 _reverts: Dict[str, Revert] = {}
+# What each applied backport set, as _patching recorded it (Change tuples),
+# for `torch-backports diff` and status's hashes (torch_backports._diff).
+_changes: Dict[str, list] = {}
+# Set by the CLI in the child process it starts: also look for attributes a
+# patch set by hand (_patching.set_by_hand), which costs a comparison of
+# every attribute of the target module and its classes, so never otherwise.
+ENV_AUDIT = "TORCH_BACKPORTS_AUDIT"
+_audit = os.environ.get(ENV_AUDIT) == "1"
 
 
 def arm() -> None:
@@ -87,7 +96,9 @@ def apply(name: str, module: ModuleType) -> str:
             if unkeyed is not None:
                 return _fail(name, "inductor's cache keys cannot name it, so graphs that stock "
                              "torch cached would be reused (%s)" % unkeyed, version)
-        restore = _patching.snapshot(module)
+        restore = _patching.snapshot(module, containers=_audit)
+        changes: list = []
+        outer = _patching.recording(changes)
         try:
             _reverts[name] = backport.apply(module, release)
         except (_patching.CarriesFix, _patching.Unrecognised) as exc:
@@ -96,6 +107,14 @@ def apply(name: str, module: ModuleType) -> str:
         except BaseException:
             restore()
             raise
+        finally:
+            _patching.recording(outer)
+        if _audit:
+            try:
+                changes += _patching.set_by_hand(restore, changes)
+            except _CONTAINED as exc:  # the patch is made: only the audit is short
+                logger.debug("%s: the audit of what it set failed: %s", name, exc)
+        _changes[name] = changes
         return _set(name, _records.APPLIED, "patched for torch %s" % format_release(release),
                     version)
 
@@ -168,6 +187,7 @@ def _finish_check(name: str) -> None:
     except _CONTAINED as exc:
         refusal = exc
     del _reverts[name]
+    _changes.pop(name, None)
     version = _records.get(name)[2]
     try:
         undo()  # the refused function is back already; the rest of the patch
@@ -185,6 +205,7 @@ def revert(name: str) -> bool:
     """Undo backport `name` in this process; True if it was applied."""
     with _lock:
         undo = _reverts.pop(name, None)
+        _changes.pop(name, None)
         if undo is None:
             return False
         undo()

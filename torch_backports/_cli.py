@@ -1,4 +1,4 @@
-"""`torch-backports status | check | verify`, also `python -m torch_backports`."""
+"""`torch-backports status | check | verify | diff`, also `python -m torch_backports`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import torch_backports
 
-from . import _config, _environment, _probe, _records, _registry, _versions
+from . import _config, _diff, _environment, _probe, _records, _registry, _versions
 
 # States that leave a needed backport inactive in a new process.
 _INACTIVE = (_records.PENDING, _records.DISABLED, _records.UNRECOGNISED, _records.FAILED)
@@ -55,6 +55,10 @@ def gather(probe: bool = True) -> dict:
         elif not result.ok:
             row = dict(row, state=_records.FAILED, reason=result.failure)
         row["torch"] = row.get("torch") or version
+        # Each target the applied backport changed and the hashes of the
+        # installed and the running code, for an audit (docs/diff.md).
+        row["patches"] = _diff.hashes(result.changes.get(record["name"], [])) if (
+            result is not None and result.ok and row["state"] == _records.APPLIED) else []
         report["backports"].append(row)
     return report
 
@@ -167,7 +171,14 @@ def _parser() -> "tuple[argparse.ArgumentParser, dict]":
                         "ships the fix, or predates the bug)")
     verify.add_argument("-j", "--jobs", type=_positive, default=None, metavar="N",
                         help="runs at a time (default: one per core)")
-    return parser, {"status": status, "check": check, "verify": verify}
+    diff = commands.add_parser(
+        "diff", help="show exactly what runs instead of the installed torch code"
+    )
+    diff.add_argument("names", nargs="*", metavar="NAME",
+                      help="backports to show (default: every one)")
+    diff.add_argument("--json", action="store_true",
+                      help="print the changes, with both sources, as JSON")
+    return parser, {"status": status, "check": check, "verify": verify, "diff": diff}
 
 
 def _positive(text: str) -> int:
@@ -193,6 +204,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                        % " ".join(extra))
     if args.command == "verify":
         return _verify_command(args.names, args.json, args.anyway, args.jobs)
+    if args.command == "diff":
+        return _diff_command(args.names, args.json)
 
     report = gather(probe=not getattr(args, "no_probe", False))
     if args.command == "check":
@@ -267,6 +280,73 @@ def _verify_command(names: List[str], as_json: bool, anyway: bool = False,
         if warning:
             print("WARNING: " + warning)
     return outcome.status
+
+
+def _diff_command(names: List[str], as_json: bool) -> int:
+    """Apply the backports in a new process, as status does, and show what
+    each changed (docs/diff.md)."""
+    unknown = [name for name in names if name not in _registry.names()]
+    if unknown:
+        print("torch-backports diff: no backport named %s; known: %s"
+              % (", ".join(map(repr, unknown)), ", ".join(_registry.names())), file=sys.stderr)
+        return 2
+    chosen = list(dict.fromkeys(names)) or list(_registry.names())
+    version = _environment.torch_version()
+    result = None
+    if version is not None:
+        targets = list(dict.fromkeys(_registry.target(name) for name in chosen))
+        result = _probe.probe_new_process(targets)
+    records = {r["name"]: r for r in (result.records if result and result.ok else [])}
+    rows = []
+    for name in chosen:
+        row = dict(records.get(name) or _records.report(name))
+        if version is None:
+            row["reason"] = "torch is not installed in this environment"
+        elif not result.ok:
+            row.update(state=_records.FAILED, reason=result.failure)
+        row["changes"] = result.changes.get(name, []) if (
+            result is not None and result.ok and row["state"] == _records.APPLIED) else []
+        rows.append(row)
+    if as_json:
+        print(json.dumps({"torch": (result and result.torch_version) or version,
+                          "changes_error": result and result.changes_error,
+                          "backports": [{key: row[key] for key in
+                                         ("name", "state", "reason", "target", "changes")}
+                                        for row in rows]}, indent=2))
+        return 1 if result is not None and not result.ok else 0
+    print("torch-backports diff: torch %s, in a new process that imported the targets"
+          % ((result and result.torch_version) or version or "not installed"))
+    if result is not None and result.changes_error:
+        print("WARNING: the changes could not be read: %s" % result.changes_error)
+    for row in rows:
+        print()
+        if row["state"] != _records.APPLIED:
+            print("== %s: %s: %s" % (row["name"], row["state"], row["reason"]))
+            continue
+        print("== %s: applied (%s)" % (row["name"], row["reason"]))
+        for entry in row["changes"]:
+            print(_diff.render(entry), end="")
+        print(_made_by(row["name"], bool(row["changes"])), end="")
+    return 1 if result is not None and not result.ok else 0
+
+
+def _made_by(name: str, recorded: bool) -> str:
+    """Where backport `name`'s patch is written; all of it where the
+    helpers recorded nothing (a patch that only registers, in a table of
+    torch's, what the recorder cannot see)."""
+    import inspect
+
+    apply = _registry.load(name).apply
+    try:
+        lines, first = inspect.getsourcelines(apply)
+        where = "%s:%d" % (inspect.getsourcefile(apply), first)
+    except (OSError, TypeError):
+        return "patch made by %s.apply (no source)\n" % name
+    if recorded:
+        return "patch made by apply() at %s\n" % where
+    return ("%s recorded no attribute it set; what it does is all in apply() at %s:\n%s\n"
+            % (name, where, "\n".join("  %5d | %s" % (first + i, text.rstrip("\n"))
+                                       for i, text in enumerate(lines))))
 
 
 def entry_point() -> None:

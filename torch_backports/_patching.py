@@ -24,6 +24,43 @@ _MARK = "_torch_backports_replacement"
 # The same for a wrapt wrapper, which keeps attributes named _self_* on
 # itself instead of passing them to the function it wraps.
 _WRAPPER_MARK = "_self_torch_backports_wrapper"
+# On rewritten()'s copy: the edited source it was compiled from (dedented),
+# since the copy has no file of its own and inspect would read torch's
+# unchanged text instead. `torch-backports diff` shows it.
+EDITED_SOURCE = "_torch_backports_source"
+# On rewritten_on_first_call()'s stand-in: the function that makes (once)
+# and returns the copy, so that diff can show the copy before the first call.
+MAKE_COPY = "_torch_backports_copy"
+
+# How a recorded change was made (the last item of a Change).
+REPLACED = "replaced"
+WRAPPED = "wrapped"
+STAND_IN = "rewritten on first call"
+BY_HAND = "set by hand"
+
+Change = "tuple[Any, str, Any, Any, str]"
+"""(owner, attribute name, value before (None if none), value set, how)"""
+
+# Where _install() and rewritten_on_first_call() append what they set, while
+# _activate applies a backport (see recording); None otherwise. Appending
+# a tuple is all a patch pays: everything that reads source (inspect,
+# hashes, diffs) is left to torch_backports._diff, which only the CLI's
+# child process runs.
+_recording: "list | None" = None
+
+
+def recording(changes: "list | None") -> "list | None":
+    """Record the changes made from now on in `changes` (None: none) and
+    return the list that recorded before, for the caller to put back: a
+    backport's apply() may import a module whose hook applies another."""
+    global _recording
+    previous, _recording = _recording, changes
+    return previous
+
+
+def _record(owner: Any, name: str, old: Any, new: Any, how: str) -> None:
+    if _recording is not None:
+        _recording.append((owner, name, old, new, how))
 
 
 def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> str:
@@ -70,8 +107,9 @@ def own_attribute(owner: Any, name: str) -> "tuple[Any, str]":
         raise Unrecognised("%s does not exist" % where) from None
 
 
-def _install(owner: Any, name: str, old: Any, new: Any) -> Revert:
+def _install(owner: Any, name: str, old: Any, new: Any, how: str) -> Revert:
     setattr(owner, name, new)
+    _record(owner, name, old, new, how)
 
     def revert() -> None:
         if vars(owner).get(name) is new:  # nobody has replaced ours since
@@ -99,7 +137,7 @@ def replace_attribute(owner: Any, name: str, new: Any, verified: Fingerprints,
     old, where = own_attribute(owner, name)
     check(old, where, verified, fixed)
     setattr(new, _MARK, True)
-    return _install(owner, name, old, new)
+    return _install(owner, name, old, new, REPLACED)
 
 
 def wrap_attribute(owner: Any, name: str, wrapper: Callable, verified: "Fingerprints | None",
@@ -119,7 +157,7 @@ def wrap_attribute(owner: Any, name: str, wrapper: Callable, verified: "Fingerpr
         check(old, where, verified, fixed)
     new = wrapt.FunctionWrapper(old, wrapper)
     setattr(new, _WRAPPER_MARK, True)
-    return _install(owner, name, old, new)
+    return _install(owner, name, old, new, WRAPPED)
 
 
 Edits = "list[tuple[str, str]] | Callable[[str], list[tuple[str, str]]]"
@@ -190,6 +228,7 @@ def rewritten(function: Callable, edits: Edits, verified: Fingerprints,
     new.__kwdefaults__ = function.__kwdefaults__
     new.__doc__ = function.__doc__
     new.__dict__.update(function.__dict__)
+    setattr(new, EDITED_SOURCE, source)
     return new
 
 
@@ -281,7 +320,9 @@ def rewritten_on_first_call(owner: Any, name: str,
         setattr(stand_in, attribute, getattr(original, attribute))
     stand_in.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(stand_in, _MARK, True)
+    setattr(stand_in, MAKE_COPY, copy)
     setattr(owner, name, stand_in)
+    _record(owner, name, original, stand_in, STAND_IN)
 
     def revert() -> None:
         current = vars(owner).get(name)
@@ -323,7 +364,7 @@ def _made_from(function: Any, original: Callable) -> bool:
 _MISSING = object()
 
 
-def snapshot(module: Any) -> Revert:
+def snapshot(module: Any, containers: bool = False) -> Revert:
     """A restore point for `module` and the classes it defines.
 
     Taken before a backport's apply(); calling it puts back every attribute
@@ -334,6 +375,20 @@ def snapshot(module: Any) -> Revert:
     owners = [module] + [value for value in vars(module).values()
                          if isinstance(value, type) and value.__module__ == name]
     saved = [(owner, dict(vars(owner))) for owner in owners]
+    # With `containers` (the audit, see set_by_hand): a shallow copy of each
+    # dict and list the module holds, such as a table of handlers a patch
+    # may add to in place, and of the attributes of each instance of one of
+    # its classes that it holds, such as an operator a patch marks.
+    held = []
+    for key, value in (saved[0][1].items() if containers else ()):
+        try:
+            if type(value) in (dict, list):
+                held.append(("%s[%%s]" % key, value, type(value)(value)))
+            elif type(value).__module__ == name and isinstance(
+                    getattr(value, "__dict__", None), dict):
+                held.append(("%s.%%s" % key, vars(value), dict(vars(value))))
+        except Exception:  # an odd object: the audit must not fail the patch
+            continue
 
     def restore() -> None:
         for owner, before in saved:
@@ -344,4 +399,42 @@ def snapshot(module: Any) -> Revert:
                 if now.get(key, _MISSING) is not value:
                     setattr(owner, key, value)
 
+    restore.saved = saved  # type: ignore[attr-defined]  # for set_by_hand
+    restore.held = held  # type: ignore[attr-defined]
     return restore
+
+
+def set_by_hand(restore: Revert, recorded: "list[Change]") -> "list[Change]":
+    """The attributes of the namespaces snapshot() saved in `restore` that
+    were set, replaced or deleted since, other than those in `recorded`
+    (and modules, which an import inside a patch adds to a package): what a
+    backport patched by hand, without the helpers above. A deleted one has
+    `None` as the value set. For the audit of `torch-backports diff` and
+    status only, not for every `import torch`: it compares every attribute
+    of the target module and its classes."""
+    import types
+
+    seen = {(id(owner), name) for owner, name, _, _, _ in recorded}
+    found = []
+    for owner, before in getattr(restore, "saved", ()):
+        now = vars(owner)
+        for key in list(before) + [key for key in now if key not in before]:
+            old, new = before.get(key, _MISSING), now.get(key, _MISSING)
+            if old is new or (id(owner), key) in seen or isinstance(new, types.ModuleType):
+                continue
+            found.append((owner, key, None if old is _MISSING else old,
+                          None if new is _MISSING else new, BY_HAND))
+    saved = getattr(restore, "saved", None)
+    for form, container, before in getattr(restore, "held", ()):
+        if isinstance(container, list):
+            if container != before:
+                found.append((saved[0][0], form % "", before, list(container), BY_HAND))
+            continue
+        for item in list(before) + [item for item in container if item not in before]:
+            old, new = before.get(item, _MISSING), container.get(item, _MISSING)
+            if old is not new:
+                label = item if form.endswith(".%s") else (
+                    getattr(item, "__qualname__", None) or repr(item))
+                found.append((saved[0][0], form % label, None if old is _MISSING else old,
+                              None if new is _MISSING else new, BY_HAND))
+    return found

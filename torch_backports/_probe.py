@@ -9,10 +9,11 @@ warnings, for instance) is captured and never shown.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 _MARKER = "torch-backports-probe:"
 
@@ -32,7 +33,14 @@ error = "; ".join(errors) or None
 import torch_backports, torch_backports._activate as a, torch_backports._records as r
 for name in torch_backports._registry.names():
     a.settle(name)
+try:
+    import torch_backports._diff as d
+    changes, changes_error = d.in_this_process(), None
+except Exception as exc:
+    changes, changes_error = {}, "%s: %s" % (type(exc).__name__, exc)
 print(MARKER + json.dumps({
+    "changes": changes,
+    "changes_error": changes_error,
     "import_error": error,
     "torch_version": a.running_torch_version(),
     "startup_state": torch_backports._startup_state,
@@ -55,6 +63,10 @@ class ProbeResult:
     records: List[dict] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     failure: Optional[str] = None
+    # What each applied backport changed (torch_backports._diff.describe),
+    # by name; why that could not be read, if so.
+    changes: Dict[str, List[dict]] = field(default_factory=dict)
+    changes_error: Optional[str] = None
 
 
 def probe_new_process(targets: List[str], timeout: float = 300.0) -> ProbeResult:
@@ -64,6 +76,9 @@ def probe_new_process(targets: List[str], timeout: float = 300.0) -> ProbeResult
         done = subprocess.run(
             [sys.executable, "-c", _CHILD, *targets],
             stdin=subprocess.DEVNULL,
+            # so that the child also finds what a patch set by hand
+            # (torch_backports._activate.ENV_AUDIT)
+            env=dict(os.environ, TORCH_BACKPORTS_AUDIT="1"),
             capture_output=True,
             text=True,
             timeout=timeout,
