@@ -45,15 +45,12 @@ way, but the float gets that far at the first compile only from 2.10, whose
 wrap_symfloat makes every float dynamic under `dynamic=True`
 (assume_static_by_default False); 2.7 - 2.9 specialize a float until its
 value changes between calls (automatic dynamic) and then recompile with it
-dynamic. The reproducer
-therefore runs twice, the second time with another eps. It failed with the
-assertion on stock 2.7.0 (at the second round), 2.13.0 and 2.14.1 (at the
-first) and passed with the patch on all three; it passes on stock 2.15.0
-(2026-12-06). 2.8.0 - 2.12.1 were not run (a full disk stopped the 2.10.0
-install); they are claimed on their code: the same create_proxy call, the
-same per-source cache, and between the releases run only annotations,
-assert style, source.name() becoming a property and 2.10's
-assume_static_by_default condition differ. Releases whose wheels were not
+dynamic. The reproducer therefore runs twice, the second time with another
+eps. It failed with the assertion on stock 2.7.0, 2.9.1, 2.10.0, 2.12.1,
+2.13.0 and 2.14.1 (2.7.0 at the second round, 2.10.0 at the first: seen),
+and passed with the patch on all six; it passes on stock 2.15.0
+(2026-12-06). 2.8.0, 2.9.0, 2.11.0, 2.12.0 and 2.14.0 were not run; each
+has the fingerprint of a release that was. Releases whose wheels were not
 read (2.7.1, 2.11.1, ...) are patched only where the method has a
 fingerprint above.
 
