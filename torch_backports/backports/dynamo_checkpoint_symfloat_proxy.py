@@ -177,4 +177,17 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="lift_tracked_freevar_to_input should not be called on root SubgraphTracer",
+    readme_symptom=(
+        "`AssertionError: lift_tracked_freevar_to_input should not be called on root "
+        "SubgraphTracer` from `torch.compile` with dynamic shapes of a block holding a float "
+        "attribute (`nn.RMSNorm`'s eps) that is activation-checkpointed "
+        "(`use_reentrant=False`) at two call sites (2.7 – 2.9: once the float's value changes)"
+    ),
+    readme_fix=(
+        "[pytorch#193254]'s one-word edit in `VariableBuilder.wrap_symfloat`: the float's "
+        "`.item()` proxy is created on the root tracer, like the graph input it reads, so "
+        "a second checkpoint body lifts it from the root graph instead of asserting. "
+        "Checked and compiled at the method's first call, so importing dynamo costs "
+        "nothing more. Not carried: the PR's comments."
+    ),
 )
