@@ -62,6 +62,7 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("fsdp2-inference-mode-unshard", "torch.distributed.fsdp._fully_shard._fsdp_param_group",
      (2, 7, 0), (2, 15, 0)),
     ("dynamo-checkpoint-symfloat-proxy", "torch._dynamo.variables.builder", (2, 7, 0), (2, 15, 0)),
+    ("aot-noop-view-output-alias", "torch._functorch.aot_autograd", (2, 7, 0), (2, 15, 0)),
 )
 
 
