@@ -94,10 +94,11 @@ keys name it (torch_backports._cache_key), and neither process is served the
 other's entries.
 
 The reproducer (torch-backports verify, 2026-12-06) failed on stock 2.7.0,
-2.10.0, 2.13.0 and 2.14.1 with the symptom ("compiled clamped_swiglu with
-the float 1.0: stale value, forward off by 0.75, gradient off by 0.4712" on 2.13.0)
-and passed with the patch there; stock 2.15.0 passes it. The other releases
-in the table are claimed on the code: the same sweep, the same edits.
+2.10.0, 2.13.0 and 2.14.1 with the symptom (on 2.13.0: "compiled
+clamped_swiglu with the float 1.0: stale value, forward off by 0.75,
+gradient off by 0.4712") and passed with the patch there; stock 2.15.0
+passes it. The other releases in the table are claimed on the code: the
+same sweep, the same edits.
 
 Not carried, not fixed here: with requires_grad, x.abs().pow(p) + x * p
 fails on stock 2.13.0, patched or not, in inductor's lowering of
