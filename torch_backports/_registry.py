@@ -63,6 +63,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
      (2, 7, 0), (2, 15, 0)),
     ("dynamo-checkpoint-symfloat-proxy", "torch._dynamo.variables.builder", (2, 7, 0), (2, 15, 0)),
     ("aot-noop-view-output-alias", "torch._functorch.aot_autograd", (2, 7, 0), (2, 15, 0)),
+    ("tensorify-float-stale-cache", "torch.fx.passes._tensorify_python_scalars",
+     (2, 7, 0), (2, 15, 0)),
 )
 
 
