@@ -16,7 +16,8 @@ PROGRAM = Path(__file__).with_name("codegen_cache_program.py")
 # The code-changing backports with a case in the program; each one's stock
 # result differs from eager, its fixed result matches.
 NAMES = ("inductor-mul-zero-nan", "inductor-fused-mutation-read-alias",
-         "inductor-noop-copy-of-mutated-input", "inductor-reinplace-scatter-self-overlap")
+         "inductor-noop-copy-of-mutated-input", "inductor-reinplace-scatter-self-overlap",
+         "aot-noop-view-output-alias")
 
 
 def compile_once(cache, name, stock):
