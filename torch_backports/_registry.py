@@ -61,6 +61,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
      (2, 11, 0), (2, 15, 0)),
     ("fsdp2-inference-mode-unshard", "torch.distributed.fsdp._fully_shard._fsdp_param_group",
      (2, 7, 0), (2, 15, 0)),
+    ("flex-attention-derived-symint", "torch._inductor.kernel.flex.flex_attention",
+     (2, 10, 0), (2, 13, 0)),
 )
 
 
