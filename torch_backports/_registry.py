@@ -65,6 +65,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("aot-noop-view-output-alias", "torch._functorch.aot_autograd", (2, 7, 0), (2, 15, 0)),
     ("tensorify-float-stale-cache", "torch.fx.passes._tensorify_python_scalars",
      (2, 7, 0), (2, 15, 0)),
+    ("flex-attention-derived-symint", "torch._inductor.kernel.flex.flex_attention",
+     (2, 10, 0), (2, 13, 0)),
 )
 
 
