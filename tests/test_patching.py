@@ -348,3 +348,27 @@ def test_own_class_is_read_from_the_module_namespace(module):
     for name in ("helper", "Missing"):  # a function; nothing at all
         with pytest.raises(_patching.Unrecognised, match="has no class %s" % name):
             _patching.own_class(module, name)
+
+
+def test_rebind_sets_only_modules_holding_the_original_and_undoes_only_its_own(monkeypatch):
+    import sys
+    import types
+
+    def original():
+        pass
+
+    def new():
+        pass
+
+    holder, other = types.ModuleType("tb_holder"), types.ModuleType("tb_other")
+    holder.f, other.f = original, "something else"
+    monkeypatch.setitem(sys.modules, "tb_holder", holder)
+    monkeypatch.setitem(sys.modules, "tb_other", other)
+    undo = _patching.rebind(("tb_holder", "tb_other", "tb_not_loaded"), "f", original, new)
+    assert holder.f is new and other.f == "something else"
+    undo()
+    assert holder.f is original
+    undo_again = _patching.rebind(("tb_holder",), "f", original, new)
+    holder.f = "replaced since"
+    undo_again()
+    assert holder.f == "replaced since"

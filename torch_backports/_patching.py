@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import sys
+from typing import Any, Callable, Iterable
 
 from . import _fingerprint
 from ._backport import Fingerprints, Revert
@@ -116,6 +117,19 @@ def _install(owner: Any, name: str, old: Any, new: Any, how: str) -> Revert:
             setattr(owner, name, old)
 
     return revert
+
+
+def rebind(module_names: Iterable[str], name: str, original: Any, new: Any) -> Revert:
+    """Set `name` to `new` in each loaded module of `module_names` that
+    holds `original` (a `from ... import name` made before the patch);
+    return the undo. A module imported later binds whatever its source
+    module holds by then, so only those loaded now need it."""
+    reverts = []
+    for module_name in module_names:
+        module = sys.modules.get(module_name)
+        if module is not None and vars(module).get(name) is original:
+            reverts.append(_install(module, name, original, new, REPLACED))
+    return undo_all(reverts)
 
 
 def undo_all(reverts: "list[Revert]") -> Revert:

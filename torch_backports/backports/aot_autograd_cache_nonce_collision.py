@@ -76,7 +76,6 @@ nonce differs, and nonce entries are never found again by a later process.
 
 from __future__ import annotations
 
-import sys
 from types import ModuleType
 
 from .. import _patching
@@ -111,17 +110,8 @@ def apply(autograd_cache: ModuleType, release: Release) -> Revert:
                                        VERIFIED, FIXED)
     # Normally aot_autograd is still importing this module, and binds its
     # re-export afterwards; should it have bound the original already, fix it.
-    reexport = sys.modules.get(_REEXPORT)
-    if reexport is not None and vars(reexport).get("autograd_cache_key") is original:
-        reexport.autograd_cache_key = fixed
-
-    def revert() -> None:
-        undo()
-        module = sys.modules.get(_REEXPORT)
-        if module is not None and vars(module).get("autograd_cache_key") is fixed:
-            module.autograd_cache_key = original
-
-    return revert
+    return _patching.undo_all([undo, _patching.rebind((_REEXPORT,), "autograd_cache_key",
+                                                      original, fixed)])
 
 
 # Two functions whose graphs AOTAutogradCache cannot key (an allow_in_graph

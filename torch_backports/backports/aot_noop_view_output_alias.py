@@ -134,7 +134,7 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Any, Callable, List
+from typing import Any, List
 
 from .. import _hooks, _patching
 from .._backport import INDUCTOR_CPU_PRELUDE, Backport, Release, Revert
@@ -263,24 +263,6 @@ FREEZING_EDITS = [
 ]
 
 
-def _reexport(name: str, original: Callable, new: Callable) -> Revert:
-    """Set `name` to `new` in each loaded module of _REEXPORTERS that holds
-    `original`; return the undo."""
-    done: List[ModuleType] = []
-    for module_name in _REEXPORTERS:
-        module = sys.modules.get(module_name)
-        if module is not None and vars(module).get(name) is original:
-            setattr(module, name, new)
-            done.append(module)
-
-    def revert() -> None:
-        for module in done:
-            if vars(module).get(name) is new:
-                setattr(module, name, original)
-
-    return revert
-
-
 def _patch_freezing(freezing: ModuleType) -> Revert:
     original, _ = _patching.own_attribute(freezing, "replace_params_with_constants")
     fixed = _patching.rewritten(original, FREEZING_EDITS, VERIFIED_FREEZING, FIXED_FREEZING)
@@ -323,7 +305,7 @@ def apply(aot_autograd: ModuleType, release: Release) -> Revert:
     try:
         for owner, name, original, new, verified, fixed in patches:
             reverts.append(_patching.replace_attribute(owner, name, new, verified, fixed))
-            reverts.append(_reexport(name, original, new))
+            reverts.append(_patching.rebind(_REEXPORTERS, name, original, new))
         if loaded:
             reverts.append(_patching.replace_attribute(
                 freezing, "replace_params_with_constants", fixed_freezing,

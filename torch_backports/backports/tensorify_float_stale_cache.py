@@ -111,7 +111,6 @@ scale_factor: pytorch/pytorch#197889) stay stale in 2.15.0 too.
 
 from __future__ import annotations
 
-import sys
 from types import ModuleType
 
 from .. import _patching
@@ -229,18 +228,7 @@ def apply(module: ModuleType, release: Release) -> Revert:
     if name == "tensorify_python_scalars":
         # Normally a holder is still importing this module and binds the
         # name afterwards; should one have bound the original already, fix it.
-        for holder in HOLDERS:
-            held = sys.modules.get(holder)
-            if held is not None and vars(held).get(name) is original:
-                setattr(held, name, fixed)
-
-        def unhold() -> None:
-            for holder in HOLDERS:
-                held = sys.modules.get(holder)
-                if held is not None and vars(held).get(name) is fixed:
-                    setattr(held, name, original)
-
-        reverts.append(unhold)
+        reverts.append(_patching.rebind(HOLDERS, name, original, fixed))
     return undo
 
 
