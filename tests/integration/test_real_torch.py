@@ -176,7 +176,11 @@ def expected_state(name):
     release = release_of(EXPECTED)
     if release < backport.first_affected:
         return "not covered"
-    return "applied" if backport.needed_by(release) else "not needed"
+    if not backport.needed_by(release):
+        return "not needed"
+    # A backport that is off by default (a hunk no CPU test reaches) stays
+    # off unless TORCH_BACKPORTS_ENABLE names it; status says "off".
+    return "off" if backport.off_by_default else "applied"
 
 
 def test_status_and_check_report_this_torch():
