@@ -4,6 +4,7 @@ import importlib
 import importlib.util
 import sys
 import threading
+from importlib.machinery import PathFinder
 
 import pytest
 
@@ -26,6 +27,13 @@ def package(tmp_path, monkeypatch):
     _hooks._hooks.clear()
     if _hooks in sys.meta_path:
         sys.meta_path.remove(_hooks)
+    if PathFinder.__dict__["find_spec"] is _hooks._path_find_spec:
+        PathFinder.find_spec = _hooks._path_replaced
+    _hooks._path_hooked = False
+    assert PathFinder.__dict__["find_spec"] is STOCK_FIND_SPEC
+
+
+STOCK_FIND_SPEC = PathFinder.__dict__["find_spec"]
 
 
 def test_a_hook_runs_once_right_after_its_module(package):
@@ -89,3 +97,79 @@ def test_threads_importing_at_once_run_the_hook_once(package):
     for thread in threads:
         thread.join()
     assert len(seen) == 1
+
+
+def test_a_submodule_of_a_loaded_package_is_hooked_in_path_finder(package):
+    importlib.import_module(package)
+    meta_path = list(sys.meta_path)
+    seen = []
+    _hooks.register(package + ".target", lambda m: seen.append(m.VALUE))
+    # No finder in front of the others: PathFinder's own lookup carries it.
+    assert sys.meta_path == meta_path
+    assert PathFinder.__dict__["find_spec"] is _hooks._path_find_spec
+    # Another submodule's lookup passes through untouched.
+    other = importlib.util.find_spec(package + ".broken")
+    assert type(other.loader).__name__ == "SourceFileLoader" and seen == []
+    module = importlib.import_module(package + ".target")
+    assert seen == [42]
+    assert type(module.SEEN_LOADER).__name__ == "SourceFileLoader"
+    assert module.__spec__.loader is module.__loader__ is module.SEEN_LOADER
+    # Every hook has run: PathFinder is as it was, sys.meta_path untouched.
+    assert PathFinder.__dict__["find_spec"] is STOCK_FIND_SPEC
+    assert sys.meta_path == meta_path and _hooks.pending() == []
+
+
+def test_a_probe_through_path_finder_does_not_run_the_hook(package):
+    importlib.import_module(package)
+    seen = []
+    _hooks.register(package + ".target", seen.append)
+    assert importlib.util.find_spec(package + ".target") is not None and seen == []
+    assert _hooks.pending() == [package + ".target"]
+    importlib.import_module(package + ".target")
+    assert len(seen) == 1
+
+
+def test_both_routes_at_once_hook_each_module_once(package, tmp_path):
+    # A top-level module (no package loaded: the meta path finder) and a
+    # submodule of a loaded package (PathFinder) wait at the same time; the
+    # meta path finder's own lookup goes through the PathFinder hook too.
+    (tmp_path / "hooked_top.py").write_text("VALUE = 7\n")
+    seen = []
+    try:
+        _hooks.register("hooked_top", lambda m: seen.append(m.VALUE))
+        importlib.import_module(package)
+        _hooks.register(package + ".target", lambda m: seen.append(m.VALUE))
+        assert _hooks in sys.meta_path
+        assert PathFinder.__dict__["find_spec"] is _hooks._path_find_spec
+        top = importlib.import_module("hooked_top")
+        assert type(top.__spec__.loader).__name__ == "SourceFileLoader"
+        importlib.import_module(package + ".target")
+        assert seen == [7, 42]
+        assert _hooks not in sys.meta_path
+        assert PathFinder.__dict__["find_spec"] is STOCK_FIND_SPEC
+    finally:
+        sys.modules.pop("hooked_top", None)
+
+
+def test_a_wrapper_put_over_the_hook_stays_working(package):
+    # Someone wraps PathFinder.find_spec while ours is in place: ours is
+    # left there (a pass-through once no hooks remain), theirs still works.
+    importlib.import_module(package)
+    seen = []
+    _hooks.register(package + ".target", seen.append)
+    ours = PathFinder.__dict__["find_spec"]
+    calls = []
+
+    @classmethod
+    def theirs(cls, fullname, path=None, target=None):
+        calls.append(fullname)
+        return ours.__func__(cls, fullname, path, target)
+
+    PathFinder.find_spec = theirs
+    try:
+        importlib.import_module(package + ".target")
+        assert len(seen) == 1 and package + ".target" in calls
+        assert PathFinder.__dict__["find_spec"] is theirs
+        assert importlib.util.find_spec(package + ".broken") is not None
+    finally:
+        PathFinder.find_spec = ours
