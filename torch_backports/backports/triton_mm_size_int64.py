@@ -34,44 +34,52 @@ kernel as the fastest choice, and the program reads an output no kernel
 wrote. bmm and mm_plus_mm begin the same way.
 
 PR #172925 makes size() return `tl.full([], <size>, dtype=INDEX_DTYPE)`
-when the kernel's index dtype is tl.int64 (the plain literal otherwise), so
-M * N is computed in int64. The same PR, in the templates' own text, casts
-each `tl.arange` of triton_mm, triton_mm_rocm, triton_bmm and
-triton_mm_grouped to INDEX_DTYPE (and mm_plus_mm's program id, which 2.10
-and 2.11 already cast), and, because the int64 sizes make the tile offsets
-int64, casts the offsets that the TMA templates give their tensor
-descriptors back to int32 (`rm.to(tl.int32)` in triton_persistent_tma_mm;
-`offs_am.to(tl.int32)` and the like in
-triton_blackwell_ws_persistent_device_tma_mm and both scaled-mm templates),
-which take int32 offsets only. 2.14.1 (and 2.13.0) does exactly what 2.12
-does in size() and in all these templates (2.14.1's size() raises
-AssertionError instead of using assert, and an index_dtype_override from
-#179333 decides the dtype; same output here).
+when the kernel's index dtype is tl.int64 (the plain literal otherwise), for
+every Triton template that calls it, so M * N is computed in int64. The same
+PR edits the templates' own text: each `tl.arange` of triton_mm,
+triton_mm_rocm, triton_bmm and triton_mm_grouped is cast to INDEX_DTYPE;
+and, because int64 sizes make the tile offsets int64, the TMA templates
+cast the offsets they give their tensor descriptors back to int32, which is
+all descriptors take (`rm_desc = rm.to(tl.int32)` and the like in
+triton_persistent_tma_mm; `offs_am.to(tl.int32)` and the like in
+triton_blackwell_ws_persistent_device_tma_mm, triton_epilogue_scaled_mm and
+triton_main_loop_scaled_mm). 2.13.0 and 2.14.1 do the same in size() and in
+all these templates (2.14.1's size() raises AssertionError where 2.12 uses
+assert, and since #179333 an index_dtype_override decides the dtype; the
+same output here).
 
 What the backport carries, and what not:
   1. size(): upstream's three lines, but only in a kernel that renders the
      mm, bmm or mm_plus_mm template (torch._inductor.kernel.mm.mm_template,
      .bmm.bmm_template, .mm_plus_mm.mm_plus_mm_template; mm_template is the
-     ROCm text on ROCm). Every other template's sizes stay the bare
-     literals stock writes.
+     ROCm text on ROCm). Every other template's sizes (the TMA and scaled-mm
+     templates, convolution, ...) stay the bare literals stock writes.
   2. render(): wrapped to mark the kernel with whether the template it
-     renders is one of those three (by identity of the jinja template that
-     the TritonTemplate renders, since the kernel's name is a placeholder
-     when the chosen kernel is rendered for the output code). size() is
-     called from inside render(), as jinja fills in the template.
-The template-text edits are not carried. The `tl.arange(...)
-.to(INDEX_DTYPE)` casts are not needed here: in those three templates
-every index expression that an arange feeds already meets the int64 sizes
-(rm and rn meet the program id, which meets grid_n, made of N; the K loop
-runs over `range(0, tl.cdiv(K, BLOCK_K))`), so it is computed in int64 once
-size() is. The TMA templates (persistent TMA, Blackwell warp-specialized
-device TMA, scaled mm with TMA) are left as shipped, bug included: with
-int64 sizes and without their int32 descriptor casts they would pass int64
-offsets to tensor descriptors, which breaks them, and carrying those casts
-means rewriting jinja text that differs between releases. They are used
-only where a config asks for them (triton.enable_persistent_tma_matmul,
-Blackwell's warp-specialized TMA, a float8 scaled mm); the default
-max-autotune mm, addmm, bmm and mm_plus_mm templates are fixed.
+     renders is one of those three, by identity of the jinja template that
+     the TritonTemplate renders (the kernel's name is only a placeholder
+     when the chosen kernel is rendered again for the output code). size()
+     is called from inside render(), as jinja fills in the template.
+The template-text edits are not carried:
+  * the TMA templates (persistent TMA, Blackwell warp-specialized device
+    TMA, the scaled-mm templates) are left as shipped, bug included: with
+    int64 sizes and without upstream's int32 descriptor casts they would
+    hand int64 offsets to tensor descriptors, which breaks them, and the
+    casts would mean rewriting jinja text that differs between releases.
+    They are chosen only where a config or op asks for them
+    (triton.enable_persistent_tma_matmul, Blackwell's warp-specialized TMA,
+    a float8 scaled mm); the default max-autotune mm (addmm, int mm), bmm
+    and mm_plus_mm templates are fixed.
+  * the `tl.arange(...).to(INDEX_DTYPE)` casts: in triton_mm they change
+    nothing once size() is fixed (rm and rn meet the program id, which
+    meets grid_n, made of N; offs_k meets k_idx, which runs over
+    `range(0, tl.cdiv(K, BLOCK_K))`; all int64). In triton_bmm the cast of
+    rk also widens `rk * stride_ak` and `rk * stride_bk`, an int32 arange
+    times a stride literal, which overflow only where BLOCK_K times a
+    K-stride passes 2**31; that case stays as on stock. (mm_plus_mm's rk is
+    int32 upstream too.) The other changes to triton_bmm between 2.11 and
+    2.12 (BATCH, a batch index split over two grid axes) are not part of
+    this fix. 2.9.1's mm and mm_plus_mm templates take the program id as
+    int32 (2.10 casts it to INDEX_DTYPE); it meets the int64 sizes at once.
 
 Read from each release's torch/_inductor/select_algorithm.py:
 
@@ -83,8 +91,8 @@ Read from each release's torch/_inductor/select_algorithm.py:
 
 render() is the same from 2.10 to 2.14.1; the fix is recognised by size().
 2.9.0 and 2.12.0 were not read: 2.9.0 is patched only where its size() is
-2.9.1's; 2.12.0 has the fix (the PR was merged 2026-04-02, before 2.12's
-branch cut, and 2.12.1 has it). Releases before 2.9 are not claimed: their
+2.9.1's; 2.12.0 is the first fixed release as the issue gives it, and
+2.12.1 has the fix. Releases before 2.9 are not claimed: their
 templates were not read here.
 
 This is a fix of GPU code that runs on the CPU up to Triton's compiler.
@@ -217,9 +225,16 @@ if free < 30 * 2**30:
 
 torch.manual_seed(0)
 M, K, N = 32768, 64, 131072  # M * N == 2**32
+compiled = torch.compile(lambda a, b: a @ b, mode="max-autotune")
+# The first call autotunes, and autotuning's aten choice computes x @ w into
+# a buffer that the output may reuse; so the check is on a second call,
+# whose product nothing has computed before.
+out = compiled(torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
+               torch.randn(K, N, device="cuda", dtype=torch.bfloat16))
+del out
 x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-got = torch.compile(lambda a, b: a @ b, mode="max-autotune")(x, w)
+got = compiled(x, w)
 torch.cuda.synchronize()
 for start in range(0, M, 1024):
     want = x[start:start + 1024] @ w
