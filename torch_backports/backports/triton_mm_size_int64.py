@@ -87,9 +87,9 @@ Read from each release's torch/_inductor/select_algorithm.py:
   2.9.1            deb73712aa7e1e96           62b6f9c22a43e559
   2.10.0, 2.11.0   0e0a863ea4941e38           2d25afbd8b0c8e58
   2.12.1, 2.13.0   12efc2011abb6bf0           2d25afbd8b0c8e58   (the fix)
-  2.14.1           2b3ce9b555b946de           2d25afbd8b0c8e58
+  2.14.1, 2.15.0   2b3ce9b555b946de           2d25afbd8b0c8e58 / 6856ceb7f2c58a84 (2.15.0)
 
-render() is the same from 2.10 to 2.14.1; the fix is recognised by size().
+render() is the same from 2.10 to 2.14.1 (2.15.0 changed it); the fix is recognised by size().
 2.9.0 and 2.12.0 were not read: 2.9.0 is patched only where its size() is
 2.9.1's; 2.12.0 is the first fixed release as the issue gives it, and
 2.12.1 has the fix. Releases before 2.9 are not claimed: their
@@ -139,7 +139,7 @@ NAME = "triton-mm-size-int64"
 
 SIZE = (
     {"deb73712aa7e1e96": "2.9.1", "0e0a863ea4941e38": "2.10.0, 2.11.0"},
-    {"12efc2011abb6bf0": "2.12.1, 2.13.0", "2b3ce9b555b946de": "2.14.1"},
+    {"12efc2011abb6bf0": "2.12.1, 2.13.0", "2b3ce9b555b946de": "2.14.1, 2.15.0"},
 )
 RENDER = (
     {"62b6f9c22a43e559": "2.9.1", "2d25afbd8b0c8e58": "2.10.0, 2.11.0"},
