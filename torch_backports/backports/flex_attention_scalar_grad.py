@@ -74,13 +74,13 @@ the edited function. The copies of the decorated functions are compiled
 without their decorators (a blank line each), which would register the
 operator anew.
 
-Read from each release (2.12.1, 2.14.0 and 2.15.0: see the table's notes):
+Read from each release's installed files:
 
   release  create_fw_bw_graph zeros_and_scatter vmap rule         ModIndex.forward
   2.9.1    85e0aa0348df307b   9f2a82ff0c5cef07  b554d169bb8e8988  9d0941935fe6ad75
   2.10.0   85e0aa0348df307b   9f2a82ff0c5cef07  b554d169bb8e8988  ed65430ff5a5c725
   2.11.0   2e4c3650fd31d63f   9f2a82ff0c5cef07  b554d169bb8e8988  ed65430ff5a5c725
-  2.12.1   @2121CREATE@   @2121ZS@  @2121VMAP@  @2121MI@
+  2.12.1   19a78f8be74e497f   9f2a82ff0c5cef07  b554d169bb8e8988  ed65430ff5a5c725
   2.13.0   19a78f8be74e497f   9f2a82ff0c5cef07  3951c084e47712f4  ed65430ff5a5c725
   2.14.1   372e564a73a0316e   0c4a42a8da65b860  60b27c80aacd1656  423b89df81ca4166  (fixed)
 
@@ -88,7 +88,7 @@ Read from each release (2.12.1, 2.14.0 and 2.15.0: see the table's notes):
   2.9.1    49acf31833fc52c1            store 93ddb6c721d78fc8
   2.10.0   49acf31833fc52c1            store 93ddb6c721d78fc8
   2.11.0   49acf31833fc52c1            6e0eb7d1d2192a88
-  2.12.1   @2121LOW@            @2121BI@
+  2.12.1   49acf31833fc52c1            6e0eb7d1d2192a88
   2.13.0   49acf31833fc52c1            6e0eb7d1d2192a88
   2.14.1   64223a11df390855            17758e3afa48a8eb  (fixed)
 
@@ -139,28 +139,28 @@ SELECT = "torch._inductor.select_algorithm"
 # (verified, fixed) fingerprints of each function, read from each release.
 CREATE_FW_BW_GRAPH = (
     {"85e0aa0348df307b": "2.9.1, 2.10.0", "2e4c3650fd31d63f": "2.11.0",
-     "19a78f8be74e497f": "2.13.0"},
+     "19a78f8be74e497f": "2.12.1, 2.13.0"},
     {"372e564a73a0316e": "2.14.1"},
 )
 ZEROS_AND_SCATTER = (
-    {"9f2a82ff0c5cef07": "2.9.1, 2.10.0, 2.11.0, 2.13.0"},
+    {"9f2a82ff0c5cef07": "2.9.1, 2.10.0, 2.11.0, 2.12.1, 2.13.0"},
     {"0c4a42a8da65b860": "2.14.1"},
 )
 VMAP_RULE = (
-    {"b554d169bb8e8988": "2.9.1, 2.10.0, 2.11.0", "3951c084e47712f4": "2.13.0"},
+    {"b554d169bb8e8988": "2.9.1, 2.10.0, 2.11.0, 2.12.1", "3951c084e47712f4": "2.13.0"},
     {"60b27c80aacd1656": "2.14.1"},
 )
 MOD_INDEX_FORWARD = (
-    {"9d0941935fe6ad75": "2.9.1", "ed65430ff5a5c725": "2.10.0, 2.11.0, 2.13.0"},
+    {"9d0941935fe6ad75": "2.9.1", "ed65430ff5a5c725": "2.10.0, 2.11.0, 2.12.1, 2.13.0"},
     {"423b89df81ca4166": "2.14.1"},
 )
 LOWERING = (
-    {"49acf31833fc52c1": "2.9.1, 2.10.0, 2.11.0, 2.13.0"},
+    {"49acf31833fc52c1": "2.9.1, 2.10.0, 2.11.0, 2.12.1, 2.13.0"},
     {"64223a11df390855": "2.14.1"},
 )
 # 2.11 - 2.13: ModificationWrapper._broadcast_index
 BROADCAST_INDEX = (
-    {"6e0eb7d1d2192a88": "2.11.0, 2.13.0"},
+    {"6e0eb7d1d2192a88": "2.11.0, 2.12.1, 2.13.0"},
     {"17758e3afa48a8eb": "2.14.1"},
 )
 # 2.9, 2.10: ModificationWrapper.store, which broadcasts the index itself
@@ -335,16 +335,12 @@ def _patch_trace(trace: ModuleType) -> "list[Revert]":
     new_vmap = _patching.rewritten(vmap_fn, VMAP_RULE_EDITS, *VMAP_RULE)
     new_forward = _patching.rewritten(forward_sm.__func__, MOD_INDEX_FORWARD_EDITS,
                                       *MOD_INDEX_FORWARD)
-    for new in (new_init, new_vmap, new_forward):
-        setattr(new, _patching._MARK, True)
     reverts: List[Revert] = []
     try:
-        reverts.append(_patching._install(mod_index, "forward", forward_sm,
-                                          staticmethod(new_forward), _patching.REPLACED))
-        reverts.append(_patching._install(op, "_vmap_fn", vmap_fn, new_vmap,
-                                          _patching.REPLACED))
-        reverts.append(_patching._install(op, "_init_fn", init_fn, new_init,
-                                          _patching.REPLACED))
+        reverts.append(_patching.replace_attribute(mod_index, "forward", staticmethod(new_forward),
+                                                   *MOD_INDEX_FORWARD))
+        reverts.append(_patching.replace_attribute(op, "_vmap_fn", new_vmap, *VMAP_RULE))
+        reverts.append(_patching.replace_attribute(op, "_init_fn", new_init, *ZEROS_AND_SCATTER))
         # The dispatcher's kernel calls _backend_fns[None], which closes over
         # the function it was made from: a copy of the table, whose entry
         # register_kernel makes for the new function, replaces the table.
@@ -364,7 +360,7 @@ def apply(flex_attention: ModuleType, release: Release) -> Revert:
     the edited create_fw_bw_graph; return the undo of all of it."""
     later = _patching.recorded_later()
     original, _ = _patching.own_attribute(flex_attention, "create_fw_bw_graph")
-    lock = threading.Lock()
+    lock = threading.RLock()
     done: List[bool] = []
     reverted: List[bool] = []
     others: List[Revert] = []  # the undo of each change made at the first call or later
