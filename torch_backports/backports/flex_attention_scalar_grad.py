@@ -65,7 +65,11 @@ inductor's modules if loaded (compile_fx loads both before AOTAutograd
 calls create_fw_bw_graph), else when they are imported (a post-import
 hook). Each of these changes is recorded with the backport's
 (_patching.recorded_later) for `diff` and status, and the undo reverts
-them all. A refusal of any function leaves all of them as shipped.
+them all (a hook that fires after the undo does nothing). A refusal of any
+function leaves all of them as shipped and is recorded (status:
+unrecognised). So status (which runs the partner check) imports
+torch._dynamo where the backport is enabled; `diff` shows inductor's two
+changes once inductor's modules are loaded, as they are in a compile.
 zeros_and_scatter is a torch.library custom op: its kernel and vmap rule
 are its _init_fn and _vmap_fn, and the dispatcher calls _backend_fns[None],
 a wrapper of the function it was registered with; the patch sets the two
@@ -92,7 +96,19 @@ Read from each release's installed files:
   2.13.0   49acf31833fc52c1            6e0eb7d1d2192a88
   2.14.1   64223a11df390855            17758e3afa48a8eb  (fixed)
 
-@RESULTS@
+CPU_CHECK, 2026-12-06, in overlays of CPU and CUDA wheels on a CPU-only
+machine: stock 2.9.1, 2.10.0, 2.11.0, 2.12.1 and 2.13.0 fail with the
+symptom (eager; aot_eager alone fails the same way, checked on 2.13.0), and
+pass with the backport enabled (eager and aot_eager: d/dtemp 22.951731, the
+dense reference's); stock 2.14.1 passes. 2.15.0 was not read here (its wheel
+had not arrived). Hunks 3 and 4 were run by hand, outside CI, on 2.9.1 and
+2.13.0: zeros_and_scatter_lowering([], [], a 4x4 buffer) under a
+GraphLowering gives the ComputedBuffer of size [] with ranges [4, 4] and
+output index [] that 2.14.1 gives (stock 2.13.0: "requires at least 1
+non-None index"), and the template's store of index 0 becomes
+`tl.atomic_add(buf + tl.full(tmp.shape, 0, INDEX_DTYPE), ...)` (2.9.1,
+store) or `tl.full(tmp.shape, 0, INDEX_DTYPE)` (2.13.0, _broadcast_index);
+no GPU compiled either.
 
 This is a fix of GPU code whose higher-order-op half runs on the CPU.
 CPU_CHECK runs the issue's score_mod (`score * temp + temp`, temp a 0-dim
