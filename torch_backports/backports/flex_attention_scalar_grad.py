@@ -321,8 +321,9 @@ def _check_file(module_name: str, qualname: str, prints: tuple) -> None:
         raise _patching.CarriesFix("%s already has the fix (fingerprint %s, as in torch %s)"
                                    % (where, found, fixed[found]))
     if found not in verified:
+        releases = ", ".join(sorted(set(verified.values())))
         raise _patching.Unrecognised("%s has fingerprint %s, which matches no verified release "
-                                     "(%s)" % (where, found, ", ".join(sorted(set(verified.values())))))
+                                     "(%s)" % (where, found, releases))
 
 
 def _patch_inductor(module: ModuleType, owner_name: str, name: str, prints: tuple,
@@ -402,20 +403,24 @@ def apply(flex_attention: ModuleType, release: Release) -> Revert:
             import importlib
 
             trace = importlib.import_module(TRACE)
+            unloaded = []
             try:
                 others.extend(later(lambda: _patch_trace(trace)))
                 for module_name, *rest in plan:
                     loaded = sys.modules.get(module_name)
                     if loaded is not None:
                         others.append(later(lambda: _patch_inductor(loaded, *rest)))
+                    else:
+                        unloaded.append((module_name, tuple(rest)))
             except BaseException:
                 undo_others()
                 del others[:]
                 raise
             done.append(True)
-        for module_name, *rest in plan:
-            if module_name not in sys.modules:
-                _hooks.register(module_name, patch_inductor(tuple(rest)))
+        # Their files passed the check above: the hook (at once, if the
+        # module has been loaded since) compiles the same text.
+        for module_name, rest in unloaded:
+            _hooks.register(module_name, patch_inductor(rest))
 
     undo_graph = _patching.rewritten_on_first_call(
         flex_attention, "create_fw_bw_graph", CREATE_FW_BW_GRAPH_EDITS, *CREATE_FW_BW_GRAPH,
