@@ -87,6 +87,7 @@ Read from each release's installed files:
   2.12.1   19a78f8be74e497f   9f2a82ff0c5cef07  b554d169bb8e8988  ed65430ff5a5c725
   2.13.0   19a78f8be74e497f   9f2a82ff0c5cef07  3951c084e47712f4  ed65430ff5a5c725
   2.14.1   372e564a73a0316e   0c4a42a8da65b860  60b27c80aacd1656  423b89df81ca4166  (fixed)
+  2.15.0   as 2.14.1 (flex_attention.py and _trace_wrapped_higher_order_op.py are 2.14.1's)
 
   release  zeros_and_scatter_lowering  _broadcast_index (store in 2.9, 2.10)
   2.9.1    49acf31833fc52c1            store 93ddb6c721d78fc8
@@ -95,13 +96,15 @@ Read from each release's installed files:
   2.12.1   49acf31833fc52c1            6e0eb7d1d2192a88
   2.13.0   49acf31833fc52c1            6e0eb7d1d2192a88
   2.14.1   64223a11df390855            17758e3afa48a8eb  (fixed)
+  2.15.0   64223a11df390855            17758e3afa48a8eb
 
 CPU_CHECK, 2026-12-06, in overlays of CPU and CUDA wheels on a CPU-only
 machine: stock 2.9.1, 2.10.0, 2.11.0, 2.12.1 and 2.13.0 fail with the
 symptom (eager; aot_eager alone fails the same way, checked on 2.13.0), and
 pass with the backport enabled (eager and aot_eager: d/dtemp 22.951731, the
-dense reference's); stock 2.14.1 passes. 2.15.0 was not read here (its wheel
-had not arrived). Hunks 3 and 4 were run by hand, outside CI, on 2.9.1 and
+dense reference's); stock 2.14.1 passes. 2.15.0 was read from its wheel,
+not run: every function here is 2.14.1's text (three of the four files are
+2.14.1's, byte for byte). Hunks 3 and 4 were run by hand, outside CI, on 2.9.1 and
 2.13.0: zeros_and_scatter_lowering([], [], a 4x4 buffer) under a
 GraphLowering gives the ComputedBuffer of size [] with ranges [4, 4] and
 output index [] that 2.14.1 gives (stock 2.13.0: "requires at least 1
@@ -156,28 +159,28 @@ SELECT = "torch._inductor.select_algorithm"
 CREATE_FW_BW_GRAPH = (
     {"85e0aa0348df307b": "2.9.1, 2.10.0", "2e4c3650fd31d63f": "2.11.0",
      "19a78f8be74e497f": "2.12.1, 2.13.0"},
-    {"372e564a73a0316e": "2.14.1"},
+    {"372e564a73a0316e": "2.14.1, 2.15.0"},
 )
 ZEROS_AND_SCATTER = (
     {"9f2a82ff0c5cef07": "2.9.1, 2.10.0, 2.11.0, 2.12.1, 2.13.0"},
-    {"0c4a42a8da65b860": "2.14.1"},
+    {"0c4a42a8da65b860": "2.14.1, 2.15.0"},
 )
 VMAP_RULE = (
     {"b554d169bb8e8988": "2.9.1, 2.10.0, 2.11.0, 2.12.1", "3951c084e47712f4": "2.13.0"},
-    {"60b27c80aacd1656": "2.14.1"},
+    {"60b27c80aacd1656": "2.14.1, 2.15.0"},
 )
 MOD_INDEX_FORWARD = (
     {"9d0941935fe6ad75": "2.9.1", "ed65430ff5a5c725": "2.10.0, 2.11.0, 2.12.1, 2.13.0"},
-    {"423b89df81ca4166": "2.14.1"},
+    {"423b89df81ca4166": "2.14.1, 2.15.0"},
 )
 LOWERING = (
     {"49acf31833fc52c1": "2.9.1, 2.10.0, 2.11.0, 2.12.1, 2.13.0"},
-    {"64223a11df390855": "2.14.1"},
+    {"64223a11df390855": "2.14.1, 2.15.0"},
 )
 # 2.11 - 2.13: ModificationWrapper._broadcast_index
 BROADCAST_INDEX = (
     {"6e0eb7d1d2192a88": "2.11.0, 2.12.1, 2.13.0"},
-    {"17758e3afa48a8eb": "2.14.1"},
+    {"17758e3afa48a8eb": "2.14.1, 2.15.0"},
 )
 # 2.9, 2.10: ModificationWrapper.store, which broadcasts the index itself
 STORE = ({"93ddb6c721d78fc8": "2.9.1, 2.10.0"}, {})
