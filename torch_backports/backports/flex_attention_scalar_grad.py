@@ -45,7 +45,12 @@ indexed capture's. Its hunks, all carried here:
      instead of `tl.broadcast_to(0, shape)` of a Python int. 2.9 and 2.10
      have no _broadcast_index: ModificationWrapper.store broadcasts the index
      itself, and gets the same two changes there.
-Not carried, from other PRs that 2.14 also has in these functions: the
+These hunks were told apart in the diff of these files between 2.13.0 and
+2.14.1 by the PR's description (its own diff was not at hand): it names
+mod_index(buffer, []), the empty index list in ModIndex and
+zeros_and_scatter, the lowering and the template's index broadcast, and
+says #188860 goes first. Not carried, as other PRs' changes that 2.14 also
+has in these functions (judged so, not read from their diffs): the
 captured-grad buffers allocated from the joint graph's outputs (#188860,
 for a capture that requires grad but is unused), the RuntimeError for a
 score_mod whose output does not depend on score, is_fake_tensor for the
