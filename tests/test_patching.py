@@ -372,3 +372,26 @@ def test_rebind_sets_only_modules_holding_the_original_and_undoes_only_its_own(m
     holder.f = "replaced since"
     undo_again()
     assert holder.f == "replaced since"
+
+
+def test_recorded_later_records_a_later_change_with_the_patch_that_took_it():
+    import types
+
+    owner = types.SimpleNamespace(f=1)
+    during_apply: list = []
+    outer = _patching.recording(during_apply)
+    try:
+        later = _patching.recorded_later()
+    finally:
+        _patching.recording(outer)
+    elsewhere: list = []
+    outer = _patching.recording(elsewhere)  # another backport being applied
+    try:
+        undo = later(lambda: _patching._install(owner, "f", 1, 2, _patching.REPLACED))
+    finally:
+        _patching.recording(outer)
+    assert owner.f == 2 and elsewhere == []
+    assert during_apply == [(owner, "f", 1, 2, _patching.REPLACED)]
+    assert _patching._recording is None
+    undo()
+    assert owner.f == 1

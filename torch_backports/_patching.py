@@ -59,6 +59,24 @@ def recording(changes: "list | None") -> "list | None":
     return previous
 
 
+def recorded_later() -> "Callable[[Callable[[], Any]], Any]":
+    """For a patch that makes some of its changes after apply() has
+    returned (at a first call, when another module is loaded): taken during
+    apply(), a function that runs its argument with the changes it makes
+    recorded where apply()'s are, with that backport's (for `diff` and
+    status's hashes), as if they had been made during apply()."""
+    changes = _recording
+
+    def run(make: "Callable[[], Any]") -> Any:
+        previous = recording(changes)
+        try:
+            return make()
+        finally:
+            recording(previous)
+
+    return run
+
+
 def _record(owner: Any, name: str, old: Any, new: Any, how: str) -> None:
     if _recording is not None:
         _recording.append((owner, name, old, new, how))

@@ -68,6 +68,7 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("flex-attention-derived-symint", "torch._inductor.kernel.flex.flex_attention",
      (2, 10, 0), (2, 13, 0)),
     ("triton-mm-size-int64", "torch._inductor.select_algorithm", (2, 9, 0), (2, 12, 0)),
+    ("flex-attention-scalar-grad", "torch._higher_order_ops.flex_attention", (2, 9, 0), (2, 14, 0)),
 )
 
 
