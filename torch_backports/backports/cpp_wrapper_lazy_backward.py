@@ -60,7 +60,7 @@ Read from each release's torch/_inductor/compile_fx.py:
   2.9.1            c19e4e30f924f5a9   d9548a7b8279bd36
   2.10.0           c19e4e30f924f5a9   d9548a7b8279bd36
   2.11.0           c19e4e30f924f5a9   d9548a7b8279bd36
-  2.12.1           TODO               TODO
+  2.12.1           db3b8199c7b5e210   c8c553074b58b36c
   2.13.0           b7d89bad19799580   2700455049019395   (the fix)
   2.14.1           7650bbc7147fc961   2700455049019395
 
@@ -112,11 +112,11 @@ from .._backport import Backport, Release, Revert
 NAME = "cpp-wrapper-lazy-backward"
 
 COMPILE_FX_INNER = (
-    {"c19e4e30f924f5a9": "2.9.1, 2.10.0, 2.11.0"},
+    {"c19e4e30f924f5a9": "2.9.1, 2.10.0, 2.11.0", "db3b8199c7b5e210": "2.12.1"},
     {"b7d89bad19799580": "2.13.0", "7650bbc7147fc961": "2.14.1"},
 )
 GET_CPP_WRAPPER_CONFIG = (
-    {"d9548a7b8279bd36": "2.9.1, 2.10.0, 2.11.0"},
+    {"d9548a7b8279bd36": "2.9.1, 2.10.0, 2.11.0", "c8c553074b58b36c": "2.12.1"},
     {"2700455049019395": "2.13.0, 2.14.1"},
 )
 
@@ -137,9 +137,8 @@ COMPILE_FX_INNER_EDITS = [(
 GET_CPP_WRAPPER_CONFIG_EDITS = [
     ("def get_cpp_wrapper_config() -> dict[str, object]:",
      "def get_cpp_wrapper_config(log_cudagraph_skip: bool = True) -> dict[str, object]:"),
-    ("    if config.triton.cudagraphs:\n        log_cudagraph_skip_and_bump_counter(",
-     "    if log_cudagraph_skip and config.triton.cudagraphs:\n"
-     "        log_cudagraph_skip_and_bump_counter("),
+    # 2.9 - 2.11: `if config.triton.cudagraphs:`; 2.12: `... and config.graph_partition:`
+    ("    if config.triton.cudagraphs", "    if log_cudagraph_skip and config.triton.cudagraphs"),
 ]
 
 # The functions whose `inner_compile` defaults to compile_fx_inner.
