@@ -138,12 +138,17 @@ def rebind_defaults(functions: Iterable[Callable], original: Any, new: Any) -> R
     compile_fx_inner`, which holds the function as it was when the `def`
     ran; return the undo. Each is recorded as the function's attribute
     "<parameter>=", for diff."""
-    reverts = []
-    for function in functions:
-        for parameter, value in _defaults(function):
-            if value is original:
-                reverts.append(_set_default(function, parameter, original, new))
-    return undo_all(reverts)
+    reverts: "list[Revert]" = []
+    revert = undo_all(reverts)
+    try:
+        for function in functions:
+            for parameter, value in _defaults(function):
+                if value is original:
+                    reverts.append(_set_default(function, parameter, original, new))
+    except BaseException:
+        revert()  # defaults are outside any snapshot
+        raise
+    return revert
 
 
 def _defaults(function: Callable) -> "list[tuple[str, Any]]":

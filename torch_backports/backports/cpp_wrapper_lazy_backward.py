@@ -33,17 +33,20 @@ PR #178847 makes two edits in torch/_inductor/compile_fx.py:
      eager or lazy: when its cpp_wrapper argument is True it enters
      config.patch(get_cpp_wrapper_config(log_cudagraph_skip=False)) first;
   2. get_cpp_wrapper_config gains a parameter `log_cudagraph_skip` (default
-     True) that gates its "skipping cudagraphs due to cpp wrapper enabled"
-     warning and counter: compile_fx has logged that skip for the forward
-     already, and edit 1 must not log it once more per graph.
+     True) that gates its cudagraph skip warning and counter ("skipping
+     cudagraphs due to cpp wrapper enabled" on 2.9 - 2.11, "... cpp-wrapper
+     does not support graph partition yet" on 2.12): compile_fx has logged
+     that skip already, and edit 1 must not log it once more per graph.
 The backport makes exactly these edits in the installed functions
-(torch_backports._patching.rewritten). 2.13.0's get_cpp_wrapper_config
-differs from 2.12's in more than the parameter (it logs the skip only under
-graph partition and keeps cudagraphs, from #179249, a later feature); those
-parts are not this fix and are not carried: the installed body stays, with
-the parameter and its gate. The copy of get_cpp_wrapper_config gets the new
-parameter's default, True, which rewritten() would otherwise replace by the
-original's defaults (none).
+(torch_backports._patching.rewritten). 2.12's get_cpp_wrapper_config is
+2.13's without the parameter. 2.9 - 2.11's differs from it in more than
+that: it always turns cudagraphs off and always logs the skip, where 2.12
+keeps cudagraphs without graph partition (#179249, a later change of
+cpp_wrapper's, not of this fix, and not carried); the edit there gates that
+release's own condition, so each release keeps its body, with the parameter
+and its gate. The copy of get_cpp_wrapper_config gets the new parameter's
+default, True, which rewritten() would otherwise replace by the original's
+defaults (none).
 
 compile_fx_inner is the default value of `inner_compile` of compile_fx_aot,
 compile_fx_forward, compile_fx_backward and compile_fx, bound when their
@@ -64,9 +67,15 @@ Read from each release's torch/_inductor/compile_fx.py:
   2.13.0           b7d89bad19799580   2700455049019395   (the fix)
   2.14.1           7650bbc7147fc961   2700455049019395
 
+2.9.0 and 2.12.0 were not read here (no wheel of theirs on this machine);
+they are claimed with their minor release's .1, and the patch applies only
+where their fingerprints are the ones above. 2.15.0 was not read either.
+
 CPU_CHECK failed on stock 2.9.1, 2.10.0, 2.11.0 and 2.12.1 with the
 symptom, and passed with the backport on each; it passed on stock 2.13.0
-(2026-12-06).
+(2026-12-06). With edit 1 calling get_cpp_wrapper_config(log_cudagraph_skip=
+True), edit 2 left out in effect, it failed on 2.11.0 and 2.12.1 with
+"compiling the backward logged the cudagraph skip 1 more time(s)".
 
 This is a fix of GPU code whose cause runs on the CPU: the config a graph
 compiles under. CPU_CHECK compiles a layer norm on the CPU with
@@ -154,16 +163,18 @@ def apply(compile_fx: ModuleType, release: Release) -> Revert:
     holders = []
     for name in DEFAULT_HOLDERS:
         holder, _ = _patching.own_attribute(compile_fx, name)
-        defaults = getattr(holder, "__defaults__", None) or ()
-        if inner not in defaults and inner not in (getattr(holder, "__kwdefaults__", None) or {}).values():
-            raise _patching.Unrecognised("%s.%s has no default %s" % (compile_fx.__name__, name, where))
+        defaults = list(getattr(holder, "__defaults__", None) or ()) + list(
+            (getattr(holder, "__kwdefaults__", None) or {}).values())
+        if not any(value is inner for value in defaults):
+            raise _patching.Unrecognised("%s.%s has no default %s"
+                                         % (compile_fx.__name__, name, where))
         holders.append(holder)
     # Everything checked and compiled before anything is set.
     new_inner = _patching.rewritten(inner, COMPILE_FX_INNER_EDITS, *COMPILE_FX_INNER)
     new_config = _patching.rewritten(cpp_config, GET_CPP_WRAPPER_CONFIG_EDITS,
                                      *GET_CPP_WRAPPER_CONFIG)
     new_config.__defaults__ = (True,)  # log_cudagraph_skip; the original has no defaults
-    reverts = []
+    reverts: "list[Revert]" = []
     revert = _patching.undo_all(reverts)
     try:
         reverts.append(_patching.replace_attribute(compile_fx, "get_cpp_wrapper_config",
