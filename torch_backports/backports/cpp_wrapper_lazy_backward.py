@@ -66,10 +66,14 @@ Read from each release's torch/_inductor/compile_fx.py:
   2.12.1           db3b8199c7b5e210   c8c553074b58b36c
   2.13.0           b7d89bad19799580   2700455049019395   (the fix)
   2.14.1           7650bbc7147fc961   2700455049019395
+  2.15.0           3201c5fab14f7bbc   2c982f8ebc069d1d
 
 2.9.0 and 2.12.0 were not read here (no wheel of theirs on this machine);
 they are claimed with their minor release's .1, and the patch applies only
-where their fingerprints are the ones above. 2.15.0 was not read either.
+where their fingerprints are the ones above. 2.14.1 and 2.15.0 keep both
+edits as 2.13.0 has them (2.15 adds a host-side TMA warning to
+compile_fx_inner and a CPU Triton backend to the autotune default of
+get_cpp_wrapper_config, neither part of this fix).
 
 CPU_CHECK failed on stock 2.9.1, 2.10.0, 2.11.0 and 2.12.1 with the
 symptom, and passed with the backport on each; it passed on stock 2.13.0
@@ -122,11 +126,11 @@ NAME = "cpp-wrapper-lazy-backward"
 
 COMPILE_FX_INNER = (
     {"c19e4e30f924f5a9": "2.9.1, 2.10.0, 2.11.0", "db3b8199c7b5e210": "2.12.1"},
-    {"b7d89bad19799580": "2.13.0", "7650bbc7147fc961": "2.14.1"},
+    {"b7d89bad19799580": "2.13.0", "7650bbc7147fc961": "2.14.1", "3201c5fab14f7bbc": "2.15.0"},
 )
 GET_CPP_WRAPPER_CONFIG = (
     {"d9548a7b8279bd36": "2.9.1, 2.10.0, 2.11.0", "c8c553074b58b36c": "2.12.1"},
-    {"2700455049019395": "2.13.0, 2.14.1"},
+    {"2700455049019395": "2.13.0, 2.14.1", "2c982f8ebc069d1d": "2.15.0"},
 )
 
 # pytorch/pytorch#178847, in the dedented source of each function.
