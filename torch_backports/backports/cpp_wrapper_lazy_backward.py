@@ -18,7 +18,8 @@ The backward graph is compiled lazily, at the first `.backward()`, after
 compile_fx has returned and left the two config patches it compiled the
 forward under: the caller's options ({"cpp_wrapper": True}) and the config
 cpp_wrapper needs, get_cpp_wrapper_config() ("triton.store_cubin": True,
-autotune at compile time, no cudagraphs). The options reach the backward
+autotune at compile time, and cudagraphs off, on 2.12 only with graph
+partition). The options reach the backward
 all the same (compile_fx wraps inner_compile in them, and passes it
 cpp_wrapper=True), but compile_fx_backward enters get_cpp_wrapper_config()
 only where config.cpp_wrapper is set globally, which, outside compile_fx, it
@@ -40,8 +41,8 @@ PR #178847 makes two edits in torch/_inductor/compile_fx.py:
 The backport makes exactly these edits in the installed functions
 (torch_backports._patching.rewritten). 2.12's get_cpp_wrapper_config is
 2.13's without the parameter. 2.9 - 2.11's differs from it in more than
-that: it always turns cudagraphs off and always logs the skip, where 2.12
-keeps cudagraphs without graph partition (#179249, a later change of
+that: it turns cudagraphs off and logs the skip whenever they are on, where
+2.12 keeps cudagraphs without graph partition (#179249, a later change of
 cpp_wrapper's, not of this fix, and not carried); the edit there gates that
 release's own condition, so each release keeps its body, with the parameter
 and its gate. The copy of get_cpp_wrapper_config gets the new parameter's
@@ -90,7 +91,7 @@ triton.store_cubin True, as the forward does (stock: False), which only
 edit 1 sets, and that compiling the backward bumps the cudagraph skip
 counter no further than the forward did: with triton.cudagraphs set in the
 options, which compile_fx passes on to the lazy backward, edit 1 without
-edit 2 logs "skipping cudagraphs due to cpp wrapper enabled" a second time.
+edit 2 logs the skip a second time, in the backward's compile.
 So both edits are executed and checked on every claimed release, and the
 backport is on by default. What store_cubin does on a GPU (the cubins in
 CudaKernelParamCache) is REPRODUCER's part: the issue's program on CUDA.
