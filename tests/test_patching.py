@@ -395,3 +395,40 @@ def test_recorded_later_records_a_later_change_with_the_patch_that_took_it():
     assert _patching._recording is None
     undo()
     assert owner.f == 1
+
+
+def test_rebind_defaults_sets_only_defaults_holding_the_original_records_and_undoes_them():
+    from torch_backports import _diff
+
+    def original():
+        pass
+
+    def new():
+        pass
+
+    def positional(x, compile=original, other=None):
+        return compile
+
+    def keyword(x, *, compile=original, other=original):
+        return compile, other
+
+    def neither(x, compile=print):
+        return compile
+
+    changes: list = []
+    before = _patching.recording(changes)
+    try:
+        undo = _patching.rebind_defaults((positional, keyword, neither), original, new)
+    finally:
+        _patching.recording(before)
+    assert positional(1) is new and keyword(1) == (new, new) and neither(1) is print
+    assert positional.__defaults__ == (new, None)
+    targets = sorted(_diff.qualified_name(owner, name) for owner, name, old, set_, _ in changes)
+    assert targets == [
+        "%s.%s(%s)" % (__name__, function.__qualname__, parameter)
+        for function, parameter in ((keyword, "compile="), (keyword, "other="),
+                                    (positional, "compile="))]
+    assert all(old is original and set_ is new for _, _, old, set_, _ in changes)
+    keyword.__kwdefaults__ = {**keyword.__kwdefaults__, "other": "replaced since"}
+    undo()
+    assert positional(1) is original and keyword(1) == (original, "replaced since")

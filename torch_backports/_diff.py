@@ -42,7 +42,11 @@ Side = Dict[str, Any]
 
 
 def qualified_name(owner: Any, name: str) -> str:
-    """module.Qual.name of attribute `name` of a module or a class."""
+    """module.Qual.name of attribute `name` of a module or a class;
+    module.Qual(name) of a default argument of a function, which
+    _patching.rebind_defaults records with `name` "parameter="."""
+    if isinstance(owner, types.FunctionType):
+        return "%s.%s(%s)" % (owner.__module__, owner.__qualname__, name)
     if isinstance(owner, types.ModuleType):
         return "%s.%s" % (owner.__name__, name)
     if isinstance(owner, type):

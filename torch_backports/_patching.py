@@ -150,6 +150,54 @@ def rebind(module_names: Iterable[str], name: str, original: Any, new: Any) -> R
     return undo_all(reverts)
 
 
+def rebind_defaults(functions: Iterable[Callable], original: Any, new: Any) -> Revert:
+    """Set to `new` each default argument value of `functions` (positional
+    or keyword-only) that is `original`, such as `inner_compile=
+    compile_fx_inner`, which holds the function as it was when the `def`
+    ran; return the undo. Each is recorded as the function's attribute
+    "<parameter>=", for diff."""
+    reverts: "list[Revert]" = []
+    revert = undo_all(reverts)
+    try:
+        for function in functions:
+            for parameter, value in _defaults(function):
+                if value is original:
+                    reverts.append(_set_default(function, parameter, original, new))
+    except BaseException:
+        revert()  # defaults are outside any snapshot
+        raise
+    return revert
+
+
+def _defaults(function: Callable) -> "list[tuple[str, Any]]":
+    """(parameter, default value) of each parameter of `function` that has one."""
+    code = function.__code__
+    defaults = function.__defaults__ or ()
+    positional = code.co_varnames[:code.co_argcount]
+    found = list(zip(positional[len(positional) - len(defaults):], defaults))
+    return found + list((function.__kwdefaults__ or {}).items())
+
+
+def _set_default(function: Any, parameter: str, old: Any, new: Any) -> Revert:
+    def put(value: Any) -> None:
+        if parameter in (function.__kwdefaults__ or {}):
+            function.__kwdefaults__ = {**function.__kwdefaults__, parameter: value}
+        else:
+            names = [name for name, _ in _defaults(function)][:len(function.__defaults__)]
+            values = list(function.__defaults__)
+            values[names.index(parameter)] = value
+            function.__defaults__ = tuple(values)
+
+    put(new)
+    _record(function, parameter + "=", old, new, REPLACED)
+
+    def revert() -> None:
+        if dict(_defaults(function)).get(parameter) is new:  # nobody has replaced ours since
+            put(old)
+
+    return revert
+
+
 def undo_all(reverts: "list[Revert]") -> Revert:
     """One undo for a patch made of several: each of `reverts`, last first.
     The list is read when the undo runs, so a patch may build it as it goes
