@@ -67,6 +67,7 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
      (2, 7, 0), (2, 15, 0)),
     ("flex-attention-derived-symint", "torch._inductor.kernel.flex.flex_attention",
      (2, 10, 0), (2, 13, 0)),
+    ("cudagraph-trees-threads", "torch._inductor.cudagraph_trees", (2, 9, 0), (2, 13, 0)),
 )
 
 
