@@ -186,8 +186,21 @@ def _initialize_tls(local: threading.local) -> None:
 
     # We need to register this as an object that will be copied over as TLS when new
     # threads are created in autograd
-    torch._C._stash_obj_in_tls("tree_manager_containers", local.tree_manager_containers)
-    torch._C._stash_obj_in_tls("tree_manager_locks", local.tree_manager_locks)
+    _stash_obj_in_tls(torch, "tree_manager_containers", local.tree_manager_containers)
+    _stash_obj_in_tls(torch, "tree_manager_locks", local.tree_manager_locks)
+
+
+def _stash_obj_in_tls(torch: Any, key: str, obj: object) -> None:
+    """torch._C._stash_obj_in_tls(key, obj), holding a reference of its own
+    to obj as 2.12 does (see the docstring): on 2.9 - 2.11 it holds none but
+    drops one when the thread ends, which freed the thread's tree managers
+    twice (a crash at the exit of a thread that used them)."""
+    before = sys.getrefcount(obj)
+    torch._C._stash_obj_in_tls(key, obj)
+    if sys.getrefcount(obj) == before:  # the stash took no reference
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 def apply(cudagraph_trees: ModuleType, release: Release) -> Revert:
@@ -281,7 +294,8 @@ with ThreadPoolExecutor(2) as pool:  # two workers, each its own tree, at once
 # On the CPU: changes 1, 2 and 4 (see the docstring), each in plain
 # threads; internal APIs and a stub, as a test.
 CPU_CHECK = r"""
-import asyncio, sys, threading, traceback
+import asyncio, faulthandler, sys, threading, traceback
+faulthandler.dump_traceback_later(150, exit=True)  # a thread that hangs as it ends
 from concurrent.futures import ThreadPoolExecutor
 import torch
 
@@ -343,9 +357,11 @@ def reset_after_reduce_overhead():
 
 
 failures = []
+scenarios = [0]
 
 
 def scenario(name, run):
+    scenarios[0] += 1
     try:
         run()
     except BaseException:
@@ -370,6 +386,47 @@ def reset_scenario():
 
 scenario("torch.compiler.reset() in a worker after torch.compile(mode='reduce-overhead')",
          reset_scenario)
+
+class Marker:
+    pass
+
+
+def threads_end_cleanly():
+    # Each thread's tree managers are its own, freed when it ends; on 2.9 -
+    # 2.11 a thread's stash in torch's C++ TLS, without a reference of its
+    # own, freed them twice there (a crash or a hang, mostly within 20).
+    import gc, time, weakref
+
+    def held_by_tls():
+        # Deterministic: the stash must hold a reference of its own, one
+        # more than an object the thread-local alone holds.
+        containers = cudagraph_trees.get_obj(cudagraph_trees.local, "tree_manager_containers")
+        probe = {}
+        cudagraph_trees.local.probe = probe
+        if sys.getrefcount(containers) != sys.getrefcount(probe) + 1:
+            raise AssertionError("torch's C++ TLS holds no reference of its own to this "
+                                 "thread's tree managers: the thread's end frees them twice")
+
+    in_thread(held_by_tls)
+    markers = []
+
+    def use():
+        marker = Marker()
+        get_container(0).marker = marker
+        markers.append(weakref.ref(marker))
+
+    for _ in range(20):
+        in_thread(use)
+    time.sleep(0.2)  # a thread's C++ TLS goes after join() returns
+    gc.collect()
+    alive = sum(ref() is not None for ref in markers)
+    if len(markers) != 20 or alive:
+        raise AssertionError("%d of %d threads' tree managers outlived them"
+                             % (alive, len(markers)))
+
+
+scenario("20 threads that used cudagraph trees end, and their tree managers go",
+         threads_end_cleanly)
 
 made = []
 
@@ -402,8 +459,8 @@ if main_containers is not cudagraph_trees.get_obj(cudagraph_trees.local,
     failures.append("the main thread's tree managers changed")
     print("FAILED: the main thread's tree managers changed")
 if failures:
-    sys.exit("%d of 5 failed" % len(failures))
-print("all 5 passed")
+    sys.exit("%d of %d failed" % (len(failures), scenarios[0]))
+print("all %d passed" % scenarios[0])
 """
 
 BACKPORT = Backport(
