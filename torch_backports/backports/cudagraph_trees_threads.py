@@ -38,8 +38,8 @@ PR #184357 makes four changes, all carried here:
   4. compile_fx.cudagraphify: the cudagraphified callable is made and kept
      per host thread (a threading.local) instead of once for all threads,
      so that each thread records into its own tree manager (2).
-The backport adds _initialize_tls (2.13's, defined here) and
-graph_capture_lock to cudagraph_trees, and replaces get_obj,
+The backport adds _initialize_tls (2.13's, defined here, with one addition
+below) and graph_capture_lock to cudagraph_trees, and replaces get_obj,
 CUDAGraphTreeManager.__init__, CUDAGraphTreeManager._run and
 compile_fx.cudagraphify by copies of the installed functions with exactly
 the PR's edits (torch_backports._patching.rewritten); the module-level
@@ -47,8 +47,23 @@ set-up that already ran at import is what 2.13's _initialize_tls(local)
 does, so it is left as it ran. The only edit not in the PR's text is in
 cudagraphify: `import threading` inside the function, since 2.9 - 2.12's
 compile_fx does not import it (2.13 added it at the top of the file).
-2.14.1 has the same four changes (get_manager there also got a default
-device, a later change).
+2.14.1 and 2.15.0 have the same four changes (get_manager there also got a
+default device, and get_obj an annotation, later changes).
+
+The addition, not in the PR: on 2.9 - 2.11, torch._C._stash_obj_in_tls
+keeps the object in torch's C++ TLS without a reference of its own (its
+refcount is unchanged by the stash; 2.12.1's C++ adds one), yet drops one
+when the thread ends. At cudagraph_trees' import that is harmless: the
+module's `local` keeps the main thread's objects alive for good. For a
+thread that 2.13's get_obj sets up and that then ends, Python frees the
+thread-local's objects and torch's C++ TLS then frees them again: a
+segfault, a hang or "terminate called" at a thread's end (4 of 5 runs of
+CPU_CHECK on 2.11.0 without the addition, 2026-12-06). So the backport's
+_initialize_tls, where the stash left the object's refcount unchanged
+(detected, not assumed from the version), adds the reference 2.12's stash
+takes (ctypes.pythonapi.Py_IncRef), which the thread's end then drops: the
+thread's tree managers are freed once, when it ends, as on 2.13. On 2.12.1
+the stash takes its reference and the addition does nothing.
 
 The target is torch._inductor.cudagraph_trees, not compile_fx: every
 version imports cudagraph_trees lazily (in compile_fx.cudagraphify, in
@@ -71,20 +86,33 @@ cudagraph_trees was imported before, gets 2.13's.
 Read from each release's torch/_inductor/:
 
   release  get_obj           Manager.__init__  Manager._run      cudagraphify
+  2.9.1    6cfd2c9def9b8d43  baae88d0f7156169  fde10f34e845a571  41a03bbc27b3579a
   2.10.0   6cfd2c9def9b8d43  baae88d0f7156169  fde10f34e845a571  41a03bbc27b3579a
   2.11.0   6cfd2c9def9b8d43  baae88d0f7156169  a3a7280608c1b899  41a03bbc27b3579a
+  2.12.1   6cfd2c9def9b8d43  bcfe1460ff9b56bd  b2f19a1dfd23fb2f  a91f081e9530ee05
   2.13.0   cc85be6b95f73efb  015456bd0af69f8d  85e33b202c1187c7  1801da145769f9ec  (the fix)
   2.14.1   cc85be6b95f73efb  2b115f7f7366906c  4864ac64c3aaaf93  a66010632dece39e
+  2.15.0   cf662c5682ffa546  9d094b85e9170b46  5c30b617c9e14f7d  64813f82c20aef6d
+
+Each edit's text occurs once in each claimed release's function (2.12.1's
+cudagraphify differs from 2.11's only in an annotation). Releases before
+2.9 are not claimed: they were not read here.
 
 This is a fix of GPU code whose main part runs on a CPU: get_obj and
-get_container touch no CUDA. CPU_CHECK drives changes 1, 2 and 4 in plain
-threads: get_manager and get_container from a threading.Thread, from a
-ThreadPoolExecutor and from asyncio's run_in_executor (each thread gets its
-own containers, the main thread's untouched), torch.compiler.reset() from
-a worker after torch.compile(mode="reduce-overhead") (which fails stock on
-2.9 and 2.10 only), and compile_fx.cudagraphify's callable called from two
-threads, with cudagraph_trees.cudagraphify_impl stubbed to record its calls
-(one per thread with the fix, one in all stock). Change 3, the capture
+get_container touch no CUDA. CPU_CHECK drives changes 1, 2 and 4, and the addition, in plain
+threads, six scenarios: get_manager and get_container from a
+threading.Thread, from a ThreadPoolExecutor and from asyncio's
+run_in_executor (each thread gets its own containers, the main thread's
+untouched); torch.compiler.reset() from a worker after
+torch.compile(mode="reduce-overhead") (which fails stock on 2.9 and 2.10
+only); the C++ TLS holding its own reference to a thread's containers, and
+20 threads ending with their tree managers freed; and
+compile_fx.cudagraphify's callable called from two threads and the main
+one, with cudagraph_trees.cudagraphify_impl stubbed to record its calls
+(one per thread with the fix, one in all stock). On 2026-12-06 it failed
+stock with the symptom on 2.9.1, 2.10.0 (6 of 6 scenarios), 2.11.0 and
+2.12.1 (5 of 6), and passed with the backport on all four, and stock on
+2.13.0 and 2.14.1. Change 3, the capture
 lock, runs only where a CUDAGraphTreeManager is made and runs, which needs
 a CUDA GPU: no CPU test reaches it, so the backport is off by default until
 a GPU run records REPRODUCER (two threads compiling and replaying at once).
@@ -110,20 +138,21 @@ NAME = "cudagraph-trees-threads"
 COMPILE_FX = "torch._inductor.compile_fx"
 
 GET_OBJ = (
-    {"6cfd2c9def9b8d43": "2.10.0, 2.11.0"},
-    {"cc85be6b95f73efb": "2.13.0, 2.14.1"},
+    {"6cfd2c9def9b8d43": "2.9.1, 2.10.0, 2.11.0, 2.12.1"},
+    {"cc85be6b95f73efb": "2.13.0, 2.14.1", "cf662c5682ffa546": "2.15.0"},
 )
 MANAGER_INIT = (
-    {"baae88d0f7156169": "2.10.0, 2.11.0"},
-    {"015456bd0af69f8d": "2.13.0", "2b115f7f7366906c": "2.14.1"},
+    {"baae88d0f7156169": "2.9.1, 2.10.0, 2.11.0", "bcfe1460ff9b56bd": "2.12.1"},
+    {"015456bd0af69f8d": "2.13.0", "2b115f7f7366906c": "2.14.1", "9d094b85e9170b46": "2.15.0"},
 )
 MANAGER_RUN = (
-    {"fde10f34e845a571": "2.10.0", "a3a7280608c1b899": "2.11.0"},
-    {"85e33b202c1187c7": "2.13.0", "4864ac64c3aaaf93": "2.14.1"},
+    {"fde10f34e845a571": "2.9.1, 2.10.0", "a3a7280608c1b899": "2.11.0",
+     "b2f19a1dfd23fb2f": "2.12.1"},
+    {"85e33b202c1187c7": "2.13.0", "4864ac64c3aaaf93": "2.14.1", "5c30b617c9e14f7d": "2.15.0"},
 )
 CUDAGRAPHIFY = (
-    {"41a03bbc27b3579a": "2.10.0, 2.11.0"},
-    {"1801da145769f9ec": "2.13.0", "a66010632dece39e": "2.14.1"},
+    {"41a03bbc27b3579a": "2.9.1, 2.10.0, 2.11.0", "a91f081e9530ee05": "2.12.1"},
+    {"1801da145769f9ec": "2.13.0", "a66010632dece39e": "2.14.1", "64813f82c20aef6d": "2.15.0"},
 )
 
 # pytorch/pytorch#184357, in the dedented source of each function.
