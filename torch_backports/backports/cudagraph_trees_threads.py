@@ -57,8 +57,10 @@ when the thread ends. At cudagraph_trees' import that is harmless: the
 module's `local` keeps the main thread's objects alive for good. For a
 thread that 2.13's get_obj sets up and that then ends, Python frees the
 thread-local's objects and torch's C++ TLS then frees them again: a
-segfault, a hang or "terminate called" at a thread's end (4 of 5 runs of
-CPU_CHECK on 2.11.0 without the addition, 2026-12-06). So the backport's
+segfault, a hang or "terminate called" at a thread's end (in 3 of 5 runs
+of an earlier CPU_CHECK of five scenarios on 2.11.0 without the addition,
+2026-12-06; the check's refcount test now finds it in every run). So the
+backport's
 _initialize_tls, where the stash left the object's refcount unchanged
 (detected, not assumed from the version), adds the reference 2.12's stash
 takes (ctypes.pythonapi.Py_IncRef), which the thread's end then drops: the
