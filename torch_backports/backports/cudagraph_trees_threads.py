@@ -20,8 +20,12 @@ asserts that the C++ TLS has them; a thread Python started (not autograd)
 has neither, so the first cudagraph recording in it (get_container, from
 cudagraphify), `get_manager(...)`, or on 2.9 and 2.10 `torch.compiler.reset()`
 after a reduce-overhead compile failed with that assertion. (2.11 made
-reset_cudagraph_trees return early in such a thread, a workaround, not this
-fix; the backport leaves that function as each release ships it.)
+reset_cudagraph_trees return early in a thread without the TLS, a
+workaround, not this fix; the backport leaves that function as each
+release ships it. So on 2.9 and 2.10, reset in such a thread sets up the
+thread's TLS and then does what reset does in any thread there, clearing
+the thread's own (empty) trees, turning cached tensors off and zeroing the
+mark_step counter, where 2.13 returns at once.)
 
 PR #184357 makes four changes, all carried here:
   1. cudagraph_trees, module level: the TLS set-up becomes a function,
@@ -60,12 +64,12 @@ thread-local's objects and torch's C++ TLS then frees them again: a
 segfault, a hang or "terminate called" at a thread's end (in 3 of 5 runs
 of an earlier CPU_CHECK of five scenarios on 2.11.0 without the addition,
 2026-12-06; the check's refcount test now finds it in every run). So the
-backport's
-_initialize_tls, where the stash left the object's refcount unchanged
-(detected, not assumed from the version), adds the reference 2.12's stash
-takes (ctypes.pythonapi.Py_IncRef), which the thread's end then drops: the
-thread's tree managers are freed once, when it ends, as on 2.13. On 2.12.1
-the stash takes its reference and the addition does nothing.
+backport's _initialize_tls, where the stash left the object's refcount
+unchanged (detected, not assumed from the version), adds the reference
+2.12's stash takes (ctypes.pythonapi.Py_IncRef), which the thread's end
+then drops: the thread's tree managers are freed once, when it ends, as on
+2.13. On 2.12.1 the stash takes its reference and the addition does
+nothing.
 
 The target is torch._inductor.cudagraph_trees, not compile_fx: every
 version imports cudagraph_trees lazily (in compile_fx.cudagraphify, in
@@ -101,8 +105,8 @@ cudagraphify differs from 2.11's only in an annotation). Releases before
 2.9 are not claimed: they were not read here.
 
 This is a fix of GPU code whose main part runs on a CPU: get_obj and
-get_container touch no CUDA. CPU_CHECK drives changes 1, 2 and 4, and the addition, in plain
-threads, six scenarios: get_manager and get_container from a
+get_container touch no CUDA. CPU_CHECK drives changes 1, 2 and 4, and the
+addition, in plain threads, six scenarios: get_manager and get_container from a
 threading.Thread, from a ThreadPoolExecutor and from asyncio's
 run_in_executor (each thread gets its own containers, the main thread's
 untouched); torch.compiler.reset() from a worker after
@@ -114,10 +118,11 @@ one, with cudagraph_trees.cudagraphify_impl stubbed to record its calls
 (one per thread with the fix, one in all stock). On 2026-12-06 it failed
 stock with the symptom on 2.9.1, 2.10.0 (6 of 6 scenarios), 2.11.0 and
 2.12.1 (5 of 6), and passed with the backport on all four, and stock on
-2.13.0 and 2.14.1. Change 3, the capture
-lock, runs only where a CUDAGraphTreeManager is made and runs, which needs
-a CUDA GPU: no CPU test reaches it, so the backport is off by default until
-a GPU run records REPRODUCER (two threads compiling and replaying at once).
+2.13.0 and 2.14.1. Change 3, the capture lock, runs only where a
+CUDAGraphTreeManager is made and runs, which needs a CUDA GPU: no CPU test
+reaches it, so the backport is off by default until a GPU run records
+REPRODUCER (a first run in a worker thread, then two workers compiling and
+replaying at once). No GPU was lent to this work (2026-12-06).
 
 changes_codegen is False: nothing here is inductor's code generation or a
 cache key; the graphs are the same, only where their cudagraph trees live
