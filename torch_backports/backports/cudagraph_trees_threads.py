@@ -116,9 +116,9 @@ only); the C++ TLS holding its own reference to a thread's containers, and
 compile_fx.cudagraphify's callable called from two threads and the main
 one, with cudagraph_trees.cudagraphify_impl stubbed to record its calls
 (one per thread with the fix, one in all stock). On 2026-12-06 it failed
-stock with the symptom on 2.9.1, 2.10.0 (6 of 6 scenarios), 2.11.0 and
-2.12.1 (5 of 6), and passed with the backport on all four, and stock on
-2.13.0 and 2.14.1. Change 3, the capture lock, runs only where a
+stock with the symptom in 5 of 5 runs on each of 2.9.1, 2.10.0 (6 of 6
+scenarios), 2.11.0 and 2.12.1 (5 of 6), and passed with the backport in 5
+of 5 runs on each; it passed stock on 2.13.0 and 2.14.1. Change 3, the capture lock, runs only where a
 CUDAGraphTreeManager is made and runs, which needs a CUDA GPU: no CPU test
 reaches it, so the backport is off by default until a GPU run records
 REPRODUCER (a first run in a worker thread, then two workers compiling and
