@@ -70,6 +70,7 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("triton-mm-size-int64", "torch._inductor.select_algorithm", (2, 9, 0), (2, 12, 0)),
     ("flex-attention-scalar-grad", "torch._higher_order_ops.flex_attention", (2, 9, 0), (2, 14, 0)),
     ("cpp-wrapper-lazy-backward", "torch._inductor.compile_fx", (2, 9, 0), (2, 13, 0)),
+    ("cudagraph-trees-threads", "torch._inductor.cudagraph_trees", (2, 9, 0), (2, 13, 0)),
 )
 
 
