@@ -69,9 +69,8 @@ Read from each release's torch/_inductor/compile_fx.py:
   2.14.1           7650bbc7147fc961   2700455049019395
   2.15.0           3201c5fab14f7bbc   2c982f8ebc069d1d
 
-2.9.0 and 2.12.0 were not read here (no wheel of theirs on this machine);
-they are claimed with their minor release's .1, and the patch applies only
-where their fingerprints are the ones above. 2.14.1 and 2.15.0 keep both
+2.9.0 and 2.12.0, read from their wheels (2026-12-06), have 2.9.1's and
+2.12.1's compile_fx.py byte for byte. 2.14.1 and 2.15.0 keep both
 edits as 2.13.0 has them (2.15 adds a host-side TMA warning to
 compile_fx_inner and a CPU Triton backend to the autotune default of
 get_cpp_wrapper_config, neither part of this fix).

@@ -101,8 +101,10 @@ Read from each release's torch/_inductor/:
   2.15.0   cf662c5682ffa546  9d094b85e9170b46  5c30b617c9e14f7d  64813f82c20aef6d
 
 Each edit's text occurs once in each claimed release's function (2.12.1's
-cudagraphify differs from 2.11's only in an annotation). Releases before
-2.9 are not claimed: they were not read here.
+cudagraphify differs from 2.11's only in an annotation). 2.9.0 and 2.12.0,
+read from their wheels (2026-12-06), have 2.9.1's and 2.12.1's
+cudagraph_trees.py and compile_fx.py byte for byte. Releases before 2.9
+are not claimed: they were not read here.
 
 This is a fix of GPU code whose main part runs on a CPU: get_obj and
 get_container touch no CUDA. CPU_CHECK drives changes 1, 2 and 4, and the

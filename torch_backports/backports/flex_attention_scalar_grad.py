@@ -93,6 +93,8 @@ Read from each release's installed files:
   2.13.0   19a78f8be74e497f   9f2a82ff0c5cef07  3951c084e47712f4  ed65430ff5a5c725
   2.14.1   372e564a73a0316e   0c4a42a8da65b860  60b27c80aacd1656  423b89df81ca4166  (fixed)
   2.15.0   as 2.14.1 (flex_attention.py and _trace_wrapped_higher_order_op.py are 2.14.1's)
+  2.9.0, 2.12.0: as 2.9.1 and 2.12.1 (all four files byte for byte, read from
+  their wheels, 2026-12-06)
 
   release  zeros_and_scatter_lowering  _broadcast_index (store in 2.9, 2.10)
   2.9.1    49acf31833fc52c1            store 93ddb6c721d78fc8

@@ -90,9 +90,8 @@ Read from each release's torch/_inductor/select_algorithm.py:
   2.14.1, 2.15.0   2b3ce9b555b946de           2d25afbd8b0c8e58 / 6856ceb7f2c58a84 (2.15.0)
 
 render() is the same from 2.10 to 2.14.1 (2.15.0 changed it); the fix is recognised by size().
-2.9.0 and 2.12.0 were not read: 2.9.0 is patched only where its size() is
-2.9.1's; 2.12.0 is the first fixed release as the issue gives it, and
-2.12.1 has the fix. Releases before 2.9 are not claimed: their
+2.9.0 and 2.12.0, read from their wheels (2026-12-06), have 2.9.1's and
+2.12.1's select_algorithm.py byte for byte: 2.12.0 ships the fix. Releases before 2.9 are not claimed: their
 templates were not read here.
 
 This is a fix of GPU code that runs on the CPU up to Triton's compiler.
