@@ -491,13 +491,34 @@ for name, a, b in zip(("out", "q", "k", "v", "temp"), got, want):
 print("temp.grad %.5f, as the dense reference" % got[-1].item())
 """
 
-# On the CPU: the higher-order-op half (hunks 1 and 2), eager and aot_eager.
+# On the CPU: the higher-order-op half (hunks 1 and 2), eager and aot_eager;
+# then inductor's half (hunks 3 and 4): the backward compiled by inductor
+# with the Triton flex backward template for CPU tensors (cpu_backend =
+# "triton"), its kernel's source recorded and compiled for sm_90, no GPU.
 CPU_CHECK = r"""
-import sys
+import os, sys, tempfile, traceback
+_cache = tempfile.TemporaryDirectory(prefix="inductor-cache-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache.name
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # kernels made in this process
+os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(_cache.name, "triton"))
+import importlib.util
 import torch
 from torch.nn.attention.flex_attention import flex_attention
 
 torch.manual_seed(0)
+failed = []
+
+
+def fail(how, exc):
+    traceback.print_exception(type(exc), exc, exc.__traceback__, limit=2)
+    lines = [line.strip() for line in str(exc).strip().splitlines()] or [""]
+    where = [line for line in lines if line.startswith("target: ")][:1]
+    print("%s: %s: %s%s" % (how, type(exc).__name__, lines[0],
+                            " (%s)" % where[0] if where else ""))
+    failed.append(how)
+
+
+# 1. Eager and aot_eager against a dense softmax: hunks 1 and 2.
 B, H, S, D = 1, 2, 16, 8
 q, k, v = [torch.randn(B, H, S, D, dtype=torch.float64) for _ in range(3)]
 
@@ -525,12 +546,124 @@ want_out, want_grad = reference()
 for how, attend in (("eager", flex_attention),
                     ("aot_eager", torch.compile(flex_attention, backend="aot_eager",
                                                 fullgraph=True))):
-    out, grad = run(attend)
-    torch.testing.assert_close(out, want_out)
-    if grad is None:
-        sys.exit("%s: no gradient for the captured 0-dim tensor" % how)
-    torch.testing.assert_close(grad, want_grad)
-    print("%s: d/dtemp %.6f, as the dense reference" % (how, grad.item()))
+    try:
+        out, grad = run(attend)
+        torch.testing.assert_close(out, want_out)
+        if grad is None:
+            raise AssertionError("no gradient for the captured 0-dim tensor")
+        torch.testing.assert_close(grad, want_grad)
+    except Exception as exc:
+        fail(how, exc)
+    else:
+        print("%s: d/dtemp %.6f, as the dense reference" % (how, grad.item()))
+
+
+# 2. Inductor: the backward compiled with the Triton flex backward template
+# (hunks 3 and 4), on CPU tensors, its kernel compiled for sm_90.
+def inductor():
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import DriverBase
+    from triton.compiler import ASTSource
+    import torch._inductor.config as config
+    from functorch.compile import make_boxed_func
+    from torch._inductor.async_compile import AsyncCompile
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("the stub driver has no device")
+
+    # A driver that says sm_90, which inductor only hashes: nothing runs.
+    stub = type("StubDriver", (DriverBase,),
+                {name: refuse for name in DriverBase.__abstractmethods__})
+    stub.is_active = classmethod(lambda cls: True)
+    stub.get_current_target = lambda self: GPUTarget("cuda", 90, 32)
+    stub.get_current_device = lambda self: 0
+    stub.get_current_stream = lambda self, device=None: 0
+    stub.get_active_torch_device = lambda self: torch.device("cpu")
+    stub.get_device_interface = lambda self: torch.cpu
+    triton.runtime.driver.set_active(stub())
+
+    # Each kernel's source is kept, and none is compiled for (or run on) the
+    # CPU: the compiled backward stops when it launches its first kernel.
+    sources = {}
+
+    def record(self, kernel_name, source_code, *args, **kwargs):
+        sources[kernel_name] = source_code
+        return None
+
+    AsyncCompile.triton = record
+    config.cpu_backend = "triton"
+
+    # Inductor's CPU flex_attention forward is inference-only (lower_cpu
+    # refuses OUTPUT_LOGSUMEXP): the forward graph runs as traced, the
+    # backward graph is inductor's, whose flex_attention_backward lowering
+    # takes the Triton template whatever the device.
+    def inner_compile(gm, example_inputs, **kwargs):
+        if kwargs.get("is_backward"):
+            return compile_fx_inner(gm, example_inputs, **kwargs)
+        return make_boxed_func(gm)
+
+    def backend(gm, example_inputs):
+        return compile_fx(gm, example_inputs, inner_compile=inner_compile)
+
+    B, H, S, D = 1, 2, 128, 16  # tl.dot wants a head dim of 16 or more
+    q, k, v = [torch.randn(B, H, S, D) for _ in range(3)]
+    temp = torch.tensor(0.7, requires_grad=True)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score * temp + temp
+
+    attend = torch.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=score_mod),
+                           backend=backend, fullgraph=True)
+    out = attend(q, k, v)
+    try:
+        (out * out).sum().backward()
+    except Exception as exc:
+        stopped = exc
+    else:
+        raise AssertionError("the compiled backward ran kernels it was not given")
+    templates = [(name, src) for name, src in sources.items()
+                 if name.startswith("triton_tem_") and "bwd_dkdv_inner" in src]
+    if len(templates) != 1:
+        raise stopped  # the backward did not lower (stock: its LoweringException)
+    name, source = templates[0]
+    scatter = [line.strip() for line in source.splitlines()
+               if "tl.atomic_add(" in line and "tl.full(" in line and ", 0, INDEX_DTYPE)" in line]
+    if not scatter:
+        raise AssertionError("no scatter of d/dtemp at the constant index 0 in " + name)
+    print("inductor: " + scatter[0])
+
+    # The kernel alone, without inductor's launcher, compiled for sm_90. A
+    # 0-dim CPU tensor is passed to a CPU kernel by value ('fp32'), to a
+    # GPU kernel as a pointer: its loads want a pointer.
+    import ast, re
+    signature = ast.literal_eval(re.search(r"'signature': (\{[^{}]*\})", source).group(1))
+    signature = {arg: kind if kind.startswith("*") or not arg.startswith("in_ptr")
+                 else "*" + kind for arg, kind in signature.items()}
+    path = os.path.join(_cache.name, "kernel_alone.py")
+    with open(path, "w") as f:
+        f.write(source[:source.index("@triton_heuristics.template")]
+                + source[source.index("@triton.jit"):])
+    spec = importlib.util.spec_from_file_location("kernel_alone", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ttir = triton.compile(ASTSource(getattr(module, name), signature, {}),
+                          target=GPUTarget("cuda", 90, 32)).asm["ttir"]
+    if "tt.atomic_rmw fadd" not in ttir:
+        raise AssertionError("the flex backward kernel compiles to no atomic add:\n" + ttir[-600:])
+    print("inductor: the flex backward kernel compiles for sm_90, with tt.atomic_rmw fadd")
+
+
+if importlib.util.find_spec("triton") is None:
+    print("inductor: not run, needs triton (this torch's wheel has none)")
+else:
+    try:
+        inductor()
+    except Exception as exc:
+        fail("inductor", exc)
+if failed:
+    sys.exit("failed: " + ", ".join(failed))
 """
 
 BACKPORT = Backport(
