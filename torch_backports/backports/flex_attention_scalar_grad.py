@@ -105,34 +105,65 @@ Read from each release's installed files:
   2.14.1   64223a11df390855            17758e3afa48a8eb  (fixed)
   2.15.0   64223a11df390855            17758e3afa48a8eb
 
-CPU_CHECK, 2026-12-06, in overlays of CPU and CUDA wheels on a CPU-only
-machine: stock 2.9.1, 2.10.0, 2.11.0, 2.12.1 and 2.13.0 fail with the
-symptom (eager; aot_eager alone fails the same way, checked on 2.13.0), and
-pass with the backport enabled (eager and aot_eager: d/dtemp 22.951731, the
-dense reference's); stock 2.14.1 passes. 2.15.0 was read from its wheel,
-not run: every function here is 2.14.1's text (three of the four files are
-2.14.1's, byte for byte). Hunks 3 and 4 were run by hand, outside CI, on 2.9.1 and
-2.13.0: zeros_and_scatter_lowering([], [], a 4x4 buffer) under a
-GraphLowering gives the ComputedBuffer of size [] with ranges [4, 4] and
-output index [] that 2.14.1 gives (stock 2.13.0: "requires at least 1
-non-None index"), and the template's store of index 0 becomes
-`tl.atomic_add(buf + tl.full(tmp.shape, 0, INDEX_DTYPE), ...)` (2.9.1,
-store) or `tl.full(tmp.shape, 0, INDEX_DTYPE)` (2.13.0, _broadcast_index);
-no GPU compiled either.
-
 This is a fix of GPU code whose higher-order-op half runs on the CPU.
 CPU_CHECK runs the issue's score_mod (`score * temp + temp`, temp a 0-dim
-float64 tensor that requires grad; q, k and v do not) eager and compiled
-with backend="aot_eager", and compares the output and temp's gradient with
-a dense softmax reference. It executes hunks 1 and 2: the eager backward
-runs create_fw_bw_graph's joint graph under vmap through ModIndex.forward,
-the zeros_and_scatter vmap rule and its kernel; aot_eager traces the same
-(the kernel's register_fake, unchanged, gives the shape). It does not
-execute hunks 3 and 4, inductor's lowering and the Triton template's
-codegen of the scatter, which only a flex_attention backward compiled by
-inductor for a GPU reaches (inductor's CPU flex template has no backward).
-So the backport is off by default (Backport.off_by_default) until a GPU run
-records its REPRODUCER, the issue's program compiled with inductor.
+tensor that requires grad; q, k and v do not) in three ways:
+  eager and aot_eager (float64), compared with a dense softmax reference:
+    hunks 1 and 2. The eager backward runs create_fw_bw_graph's joint graph
+    under vmap through ModIndex.forward, the zeros_and_scatter vmap rule and
+    its kernel; aot_eager traces the same (the kernel's register_fake,
+    unchanged, gives the shape);
+  inductor (float32, S 128, D 16): hunks 3 and 4, on CPU tensors, through
+    the Triton flex backward template a GPU compile uses. Inductor's CPU
+    flex_attention forward is inference-only (lower_cpu refuses
+    OUTPUT_LOGSUMEXP), so the check's backend is compile_fx with an
+    inner_compile that leaves the forward graph as traced and gives the
+    backward graph to compile_fx_inner; flex_attention_backward's lowering
+    has no CPU branch on any claimed release (2.13's refuses MPS only) and
+    takes the Triton template, which config.cpu_backend = "triton" renders
+    as for CUDA: zeros_and_scatter_lowering's case for no indices (hunk 3)
+    makes the scatter of d/dtemp, and the template's store of it (hunk 4:
+    ModificationWrapper._broadcast_index, store on 2.9 and 2.10) its
+    index. A stub Triton driver (triton.runtime.driver.set_active) reports
+    sm_90, which inductor only hashes, and AsyncCompile.triton records
+    each kernel's source instead of compiling it, so the compiled backward
+    stops when it launches its first kernel. The check wants in the
+    template kernel an atomic add at `tl.full(<shape>, 0, INDEX_DTYPE)`
+    (the store index 0, with no free symbols; it prints the line, e.g.
+    `tl.atomic_add(in_ptr17 + tl.full(tmp11.shape, 0, INDEX_DTYPE), tmp11,
+    scatter_mask, sem='relaxed')`), compiles that kernel alone with
+    triton.compile(ASTSource(...), target=GPUTarget("cuda", 90, 32)), no
+    GPU needed, and wants `tt.atomic_rmw fadd` in its TTIR. (A 0-dim CPU
+    tensor is passed to a CPU kernel by value: the check gives its
+    signature the pointer a GPU kernel has.) The kernel is compiled, not
+    run: the gradient's value is checked eager and aot_eager only.
+The inductor part needs triton, which CUDA wheels bring: without it (as
+with the CPU wheel of 2.13.0) it prints that it did not run, and the eager
+parts still run. Hunks 3 and 4 have on 2.13.0 the fingerprints
+they have on 2.11.0 and 2.12.1 (zeros_and_scatter_lowering 49acf31833fc52c1,
+_broadcast_index 6e0eb7d1d2192a88; the tables above), which the check
+executes on 2.11.0 and 2.12.1 with triton installed: the same code. On 2.9.1 and 2.10.0
+the check executes them itself (store 93ddb6c721d78fc8). So every hunk
+of every claimed release is executed by the CPU check, and the backport is
+on by default (docs/gpu.md).
+
+CPU_CHECK, 2026-12-06, in overlays of the CUDA wheels (with triton) of
+2.9.1, 2.10.0, 2.11.0 and 2.12.1 and the CPU wheel of 2.13.0, on a
+CPU-only machine. Stock, each fails:
+  eager: ValueError: vmap(<lambda>(), ...): `<lambda>()` can not return a
+    BatchedTensor when out_dim is None
+  aot_eager: ValueError: vmap(GraphModule(), ...): (the same)
+  inductor: InductorError: LoweringException: AssertionError:
+    (target: flex_attention_backward)   # 2.9.1 prints LoweringException
+(2.13.0: "inductor: not run, needs triton"). With the backport, each
+passes: eager and aot_eager "d/dtemp 22.951731, as the dense reference",
+inductor the tl.full line above and "the flex backward kernel compiles
+for sm_90, with tt.atomic_rmw fadd" (2.13.0: eager and aot_eager). Stock
+2.14.1 (its CPU wheel, which has triton) passes, with the same template
+line. 2.15.0 was read from its wheel, not run: every function here is
+2.14.1's text (three of the four files are 2.14.1's, byte for byte).
+cpu_check_symptom is the eager ValueError, which every stock run prints
+(CI's stock run is on 2.13.0, whose inductor part does not run).
 
 changes_codegen is False: hunks 3 and 4 change what inductor generates only
 for a zeros_and_scatter with no indices, which stock create_fw_bw_graph
@@ -142,7 +173,7 @@ capture's index is a load, a symbol); stock fails to lower the graphs that
 would reach either (the LoweringException), and a graph that fails to
 compile is never stored in inductor's or AOTAutograd's caches. So a key
 naming the backport would only keep a patched process from every graph
-stock cached. (GPU codegen itself is unverified here: see off_by_default.)
+stock cached.
 """
 
 from __future__ import annotations
@@ -493,13 +524,34 @@ for name, a, b in zip(("out", "q", "k", "v", "temp"), got, want):
 print("temp.grad %.5f, as the dense reference" % got[-1].item())
 """
 
-# On the CPU: the higher-order-op half (hunks 1 and 2), eager and aot_eager.
+# On the CPU: the higher-order-op half (hunks 1 and 2), eager and aot_eager;
+# then inductor's half (hunks 3 and 4): the backward compiled by inductor
+# with the Triton flex backward template for CPU tensors (cpu_backend =
+# "triton"), its kernel's source recorded and compiled for sm_90, no GPU.
 CPU_CHECK = r"""
-import sys
+import os, sys, tempfile, traceback
+_cache = tempfile.TemporaryDirectory(prefix="inductor-cache-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache.name
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # kernels made in this process
+os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(_cache.name, "triton"))
+import importlib.util
 import torch
 from torch.nn.attention.flex_attention import flex_attention
 
 torch.manual_seed(0)
+failed = []
+
+
+def fail(how, exc):
+    traceback.print_exception(type(exc), exc, exc.__traceback__, limit=2)
+    lines = [line.strip() for line in str(exc).strip().splitlines()] or [""]
+    where = [line for line in lines if line.startswith("target: ")][:1]
+    print("%s: %s: %s%s" % (how, type(exc).__name__, lines[0],
+                            " (%s)" % where[0] if where else ""))
+    failed.append(how)
+
+
+# 1. Eager and aot_eager against a dense softmax: hunks 1 and 2.
 B, H, S, D = 1, 2, 16, 8
 q, k, v = [torch.randn(B, H, S, D, dtype=torch.float64) for _ in range(3)]
 
@@ -527,12 +579,124 @@ want_out, want_grad = reference()
 for how, attend in (("eager", flex_attention),
                     ("aot_eager", torch.compile(flex_attention, backend="aot_eager",
                                                 fullgraph=True))):
-    out, grad = run(attend)
-    torch.testing.assert_close(out, want_out)
-    if grad is None:
-        sys.exit("%s: no gradient for the captured 0-dim tensor" % how)
-    torch.testing.assert_close(grad, want_grad)
-    print("%s: d/dtemp %.6f, as the dense reference" % (how, grad.item()))
+    try:
+        out, grad = run(attend)
+        torch.testing.assert_close(out, want_out)
+        if grad is None:
+            raise AssertionError("no gradient for the captured 0-dim tensor")
+        torch.testing.assert_close(grad, want_grad)
+    except Exception as exc:
+        fail(how, exc)
+    else:
+        print("%s: d/dtemp %.6f, as the dense reference" % (how, grad.item()))
+
+
+# 2. Inductor: the backward compiled with the Triton flex backward template
+# (hunks 3 and 4), on CPU tensors, its kernel compiled for sm_90.
+def inductor():
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import DriverBase
+    from triton.compiler import ASTSource
+    import torch._inductor.config as config
+    from functorch.compile import make_boxed_func
+    from torch._inductor.async_compile import AsyncCompile
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("the stub driver has no device")
+
+    # A driver that says sm_90, which inductor only hashes: nothing runs.
+    stub = type("StubDriver", (DriverBase,),
+                {name: refuse for name in DriverBase.__abstractmethods__})
+    stub.is_active = classmethod(lambda cls: True)
+    stub.get_current_target = lambda self: GPUTarget("cuda", 90, 32)
+    stub.get_current_device = lambda self: 0
+    stub.get_current_stream = lambda self, device=None: 0
+    stub.get_active_torch_device = lambda self: torch.device("cpu")
+    stub.get_device_interface = lambda self: torch.cpu
+    triton.runtime.driver.set_active(stub())
+
+    # Each kernel's source is kept, and none is compiled for (or run on) the
+    # CPU: the compiled backward stops when it launches its first kernel.
+    sources = {}
+
+    def record(self, kernel_name, source_code, *args, **kwargs):
+        sources[kernel_name] = source_code
+        return None
+
+    AsyncCompile.triton = record
+    config.cpu_backend = "triton"
+
+    # Inductor's CPU flex_attention forward is inference-only (lower_cpu
+    # refuses OUTPUT_LOGSUMEXP): the forward graph runs as traced, the
+    # backward graph is inductor's, whose flex_attention_backward lowering
+    # takes the Triton template whatever the device.
+    def inner_compile(gm, example_inputs, **kwargs):
+        if kwargs.get("is_backward"):
+            return compile_fx_inner(gm, example_inputs, **kwargs)
+        return make_boxed_func(gm)
+
+    def backend(gm, example_inputs):
+        return compile_fx(gm, example_inputs, inner_compile=inner_compile)
+
+    B, H, S, D = 1, 2, 128, 16  # tl.dot wants a head dim of 16 or more
+    q, k, v = [torch.randn(B, H, S, D) for _ in range(3)]
+    temp = torch.tensor(0.7, requires_grad=True)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score * temp + temp
+
+    attend = torch.compile(lambda q, k, v: flex_attention(q, k, v, score_mod=score_mod),
+                           backend=backend, fullgraph=True)
+    out = attend(q, k, v)
+    try:
+        (out * out).sum().backward()
+    except Exception as exc:
+        stopped = exc
+    else:
+        raise AssertionError("the compiled backward ran kernels it was not given")
+    templates = [(name, src) for name, src in sources.items()
+                 if name.startswith("triton_tem_") and "bwd_dkdv_inner" in src]
+    if len(templates) != 1:
+        raise stopped  # the backward did not lower (stock: its LoweringException)
+    name, source = templates[0]
+    scatter = [line.strip() for line in source.splitlines()
+               if "tl.atomic_add(" in line and "tl.full(" in line and ", 0, INDEX_DTYPE)" in line]
+    if not scatter:
+        raise AssertionError("no scatter of d/dtemp at the constant index 0 in " + name)
+    print("inductor: " + scatter[0])
+
+    # The kernel alone, without inductor's launcher, compiled for sm_90. A
+    # 0-dim CPU tensor is passed to a CPU kernel by value ('fp32'), to a
+    # GPU kernel as a pointer: its loads want a pointer.
+    import ast, re
+    signature = ast.literal_eval(re.search(r"'signature': (\{[^{}]*\})", source).group(1))
+    signature = {arg: kind if kind.startswith("*") or not arg.startswith("in_ptr")
+                 else "*" + kind for arg, kind in signature.items()}
+    path = os.path.join(_cache.name, "kernel_alone.py")
+    with open(path, "w") as f:
+        f.write(source[:source.index("@triton_heuristics.template")]
+                + source[source.index("@triton.jit"):])
+    spec = importlib.util.spec_from_file_location("kernel_alone", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ttir = triton.compile(ASTSource(getattr(module, name), signature, {}),
+                          target=GPUTarget("cuda", 90, 32)).asm["ttir"]
+    if "tt.atomic_rmw fadd" not in ttir:
+        raise AssertionError("the flex backward kernel compiles to no atomic add:\n" + ttir[-600:])
+    print("inductor: the flex backward kernel compiles for sm_90, with tt.atomic_rmw fadd")
+
+
+if importlib.util.find_spec("triton") is None:
+    print("inductor: not run, needs triton (this torch's wheel has none)")
+else:
+    try:
+        inductor()
+    except Exception as exc:
+        fail("inductor", exc)
+if failed:
+    sys.exit("failed: " + ", ".join(failed))
 """
 
 BACKPORT = Backport(
@@ -547,9 +711,6 @@ BACKPORT = Backport(
     apply=apply,
     reproducer=REPRODUCER,
     symptom="LoweringException",
-    off_by_default="no CPU test reaches its inductor hunks, zeros_and_scatter_lowering's case "
-    "for no indices and ModificationWrapper._broadcast_index's (store's on 2.9 and 2.10) "
-    "tl.full for a constant index, which only a GPU compile of the backward runs",
     cpu_check=CPU_CHECK,
     cpu_check_symptom="can not return a BatchedTensor when out_dim is None",
     readme_symptom=(
@@ -564,7 +725,8 @@ BACKPORT = Backport(
         "gradient comes out of `zeros_and_scatter` with no indices, which `ModIndex`, the "
         "operator's kernel and vmap rule, its inductor lowering and the Triton template's "
         "store now handle. A stand-in for `create_fw_bw_graph` patches the rest at its first "
-        "call (dynamo's and inductor's modules are not loaded before). Off by default: the "
-        "CPU check (eager and `aot_eager`) does not reach the inductor hunks."
+        "call (dynamo's and inductor's modules are not loaded before). Checked on the CPU "
+        "eager, with `aot_eager`, and by compiling the backward with inductor's Triton "
+        "flex template (Triton CPU backend, a stub sm_90 driver) and its kernel for sm_90."
     ),
 )
