@@ -594,39 +594,15 @@ for how, attend in (("eager", flex_attention),
 # 2. Inductor: the backward compiled with the Triton flex backward template
 # (hunks 3 and 4), on CPU tensors, its kernel compiled for sm_90.
 def inductor():
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.driver import DriverBase
-    from triton.compiler import ASTSource
-    import torch._inductor.config as config
     from functorch.compile import make_boxed_func
-    from torch._inductor.async_compile import AsyncCompile
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
-
-    def refuse(*args, **kwargs):
-        raise RuntimeError("the stub driver has no device")
+    from torch_backports import _triton_cpu
 
     # A driver that says sm_90, which inductor only hashes: nothing runs.
-    stub = type("StubDriver", (DriverBase,),
-                {name: refuse for name in DriverBase.__abstractmethods__})
-    stub.is_active = classmethod(lambda cls: True)
-    stub.get_current_target = lambda self: GPUTarget("cuda", 90, 32)
-    stub.get_current_device = lambda self: 0
-    stub.get_current_stream = lambda self, device=None: 0
-    stub.get_active_torch_device = lambda self: torch.device("cpu")
-    stub.get_device_interface = lambda self: torch.cpu
-    triton.runtime.driver.set_active(stub())
-
     # Each kernel's source is kept, and none is compiled for (or run on) the
     # CPU: the compiled backward stops when it launches its first kernel.
-    sources = {}
-
-    def record(self, kernel_name, source_code, *args, **kwargs):
-        sources[kernel_name] = source_code
-        return None
-
-    AsyncCompile.triton = record
-    config.cpu_backend = "triton"
+    _triton_cpu.use_sm90_stub_driver()
+    sources = _triton_cpu.record_kernel_sources(compile=False)
 
     # Inductor's CPU flex_attention forward is inference-only (lower_cpu
     # refuses OUTPUT_LOGSUMEXP): the forward graph runs as traced, the
@@ -667,22 +643,9 @@ def inductor():
         raise AssertionError("no scatter of d/dtemp at the constant index 0 in " + name)
     print("inductor: " + scatter[0])
 
-    # The kernel alone, without inductor's launcher, compiled for sm_90. A
-    # 0-dim CPU tensor is passed to a CPU kernel by value ('fp32'), to a
-    # GPU kernel as a pointer: its loads want a pointer.
-    import ast, re
-    signature = ast.literal_eval(re.search(r"'signature': (\{[^{}]*\})", source).group(1))
-    signature = {arg: kind if kind.startswith("*") or not arg.startswith("in_ptr")
-                 else "*" + kind for arg, kind in signature.items()}
-    path = os.path.join(_cache.name, "kernel_alone.py")
-    with open(path, "w") as f:
-        f.write(source[:source.index("@triton_heuristics.template")]
-                + source[source.index("@triton.jit"):])
-    spec = importlib.util.spec_from_file_location("kernel_alone", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    ttir = triton.compile(ASTSource(getattr(module, name), signature, {}),
-                          target=GPUTarget("cuda", 90, 32)).asm["ttir"]
+    # The kernel alone, without inductor's launcher, compiled for sm_90;
+    # the 0-dim capture goes to the GPU kernel as a pointer.
+    ttir = _triton_cpu.compile_for_sm90(source, name, pointers=True)
     if "tt.atomic_rmw fadd" not in ttir:
         raise AssertionError("the flex backward kernel compiles to no atomic add:\n" + ttir[-600:])
     print("inductor: the flex backward kernel compiles for sm_90, with tt.atomic_rmw fadd")

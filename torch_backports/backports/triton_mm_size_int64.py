@@ -252,47 +252,18 @@ import os, sys, tempfile
 _cache = tempfile.TemporaryDirectory(prefix="inductor-cache-")
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache.name
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-import importlib.util
 import torch
+from torch_backports import _triton_cpu
 
+# A driver that says sm_90, which inductor only hashes: nothing runs.
 try:
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.driver import DriverBase
-    from triton.compiler import ASTSource
+    _triton_cpu.use_sm90_stub_driver()
 except ImportError as exc:
     print("skipped: needs triton (%s)" % exc)
     sys.exit(77)
 import torch._inductor.config as config
-from torch._inductor.async_compile import AsyncCompile
 
-
-def refuse(*args, **kwargs):
-    raise RuntimeError("the stub driver has no device")
-
-
-# A driver that says sm_90, which inductor only hashes: nothing runs.
-stub = type("StubDriver", (DriverBase,), {name: refuse for name in DriverBase.__abstractmethods__})
-stub.is_active = classmethod(lambda cls: True)
-stub.get_current_target = lambda self: GPUTarget("cuda", 90, 32)
-stub.get_current_device = lambda self: 0
-stub.get_current_stream = lambda self, device=None: 0
-stub.get_active_torch_device = lambda self: torch.device("cpu")
-stub.get_device_interface = lambda self: torch.cpu
-triton.runtime.driver.set_active(stub())
-
-sources = {}
-triton_of = AsyncCompile.triton
-
-
-def record(self, kernel_name, source_code, *args, **kwargs):
-    sources[kernel_name] = source_code
-    return triton_of(self, kernel_name, source_code, *args, **kwargs)
-
-
-AsyncCompile.triton = record
-
-config.cpu_backend = "triton"
+sources = _triton_cpu.record_kernel_sources()
 config.max_autotune = True
 config.max_autotune_gemm_backends = "TRITON"
 config.test_configs.max_mm_configs = 1  # one choice: nothing is benchmarked
@@ -314,16 +285,7 @@ name, source = mm[0]
 print([line.strip() for line in source.splitlines() if line.strip().startswith("M = ")][0])
 
 # The kernel alone, without inductor's launcher, compiled for sm_90.
-path = os.path.join(_cache.name, "kernel_alone.py")
-with open(path, "w") as f:
-    f.write(source[:source.index("@triton_heuristics.template")]
-            + source[source.index("@triton.jit"):])
-spec = importlib.util.spec_from_file_location("kernel_alone", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-fn = getattr(module, name)
-signature = {arg: "*fp32" for arg in fn.arg_names}
-ttir = triton.compile(ASTSource(fn, signature, {}), target=GPUTarget("cuda", 90, 32)).asm["ttir"]
+ttir = _triton_cpu.compile_for_sm90(source, name)
 if "tt.dot" not in ttir:
     sys.exit("the mm template's kernel compiles to a bare tt.return: M * N wrapped to 0 "
              "in int32\n" + ttir[-600:])
