@@ -29,7 +29,7 @@ def package(tmp_path, monkeypatch):
         sys.meta_path.remove(_hooks)
     if PathFinder.__dict__["find_spec"] is _hooks._path_find_spec:
         PathFinder.find_spec = _hooks._path_replaced
-    _hooks._path_hooked = False
+    _hooks._path_in_chain = False
     assert PathFinder.__dict__["find_spec"] is STOCK_FIND_SPEC
 
 
@@ -151,7 +151,7 @@ def test_both_routes_at_once_hook_each_module_once(package, tmp_path):
         sys.modules.pop("hooked_top", None)
 
 
-def test_a_wrapper_put_over_the_hook_stays_working(package):
+def test_a_wrapper_put_over_the_hook_stays_working(package, tmp_path):
     # Someone wraps PathFinder.find_spec while ours is in place: ours is
     # left there (a pass-through once no hooks remain), theirs still works.
     importlib.import_module(package)
@@ -171,5 +171,12 @@ def test_a_wrapper_put_over_the_hook_stays_working(package):
         assert len(seen) == 1 and package + ".target" in calls
         assert PathFinder.__dict__["find_spec"] is theirs
         assert importlib.util.find_spec(package + ".broken") is not None
+        # A hook registered later listens through ours, still under theirs,
+        # and does not put ours over theirs (which calls ours: a loop).
+        (tmp_path / package / "other.py").write_text("VALUE = 9\n")
+        _hooks.register(package + ".other", lambda m: seen.append(m.VALUE))
+        assert PathFinder.__dict__["find_spec"] is theirs
+        importlib.import_module(package + ".other")
+        assert seen[1:] == [9] and _hooks.pending() == []
     finally:
         PathFinder.find_spec = ours

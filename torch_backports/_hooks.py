@@ -51,10 +51,11 @@ _in_progress: Set[str] = set()
 
 # What PathFinder.find_spec was when the hook took its place (its function
 # is what the hook calls, and it is put back when the hook leaves), and
-# whether the hook is in place.
+# whether PathFinder.find_spec calls the hook, directly or through a wrapper
+# someone put over it since (then the hook stays, a pass-through, for good).
 _path_replaced: object = None
-_path_call: Callable[..., object] = getattr(PathFinder.__dict__.get("find_spec"), "__func__", None)
-_path_hooked = False
+_path_call: Callable[..., object] = None  # type: ignore[assignment]
+_path_in_chain = False
 
 
 def register(name: str, hook: Hook) -> None:
@@ -74,16 +75,16 @@ def register(name: str, hook: Hook) -> None:
 
 def _listen_for(name: str) -> None:
     """Make sure the import of `name` comes past a hook (with _lock held)."""
-    global _path_call, _path_hooked, _path_replaced
-    current = PathFinder.__dict__.get("find_spec")
-    if current is _path_find_spec or (isinstance(current, classmethod)
-                                      and _found_by_path_finder(name)):
-        if not _path_hooked:
-            if current is not _path_find_spec:  # else left in place by a wrapper over ours
-                _path_replaced, _path_call = current, current.__func__
-                PathFinder.find_spec = _path_find_spec  # type: ignore[method-assign]
-            _path_hooked = True
-        return
+    global _path_call, _path_in_chain, _path_replaced
+    if _found_by_path_finder(name):
+        if _path_in_chain:
+            return
+        current = PathFinder.__dict__.get("find_spec")
+        if isinstance(current, classmethod):
+            _path_replaced, _path_call = current, current.__func__
+            PathFinder.find_spec = _path_find_spec  # type: ignore[method-assign]
+            _path_in_chain = True
+            return
     this = sys.modules[__name__]
     if this not in sys.meta_path:
         sys.meta_path.insert(0, this)
@@ -164,19 +165,18 @@ class _HookingLoader:
 
 
 def _notify(name: str, module: ModuleType) -> None:
-    global _path_hooked
+    global _path_in_chain
     with _lock:
         hooks = _hooks.pop(name, ())
         if not _hooks:
             this = sys.modules[__name__]
             if this in sys.meta_path:
                 sys.meta_path.remove(this)
-            if _path_hooked:
-                # Unless something wrapped ours since; then ours stays, a
-                # pass-through with no hooks left.
-                if PathFinder.__dict__.get("find_spec") is _path_find_spec:
-                    PathFinder.find_spec = _path_replaced  # type: ignore[method-assign]
-                _path_hooked = False
+            # Unless something wrapped ours since: then ours stays under it,
+            # a pass-through with no hooks left, and listens again later.
+            if _path_in_chain and PathFinder.__dict__.get("find_spec") is _path_find_spec:
+                PathFinder.find_spec = _path_replaced  # type: ignore[method-assign]
+                _path_in_chain = False
     for hook in hooks:
         _call(hook, module)
 
