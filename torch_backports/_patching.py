@@ -90,13 +90,19 @@ def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerp
         found, source = _fingerprint.source_of(function, {**verified, **fixed})
     except (OSError, TypeError) as exc:
         raise Unrecognised("%s: its source cannot be read (%s)" % (where, exc)) from None
+    judge(found, where, verified, fixed)
+    return source
+
+
+def judge(found: str, where: str, verified: Fingerprints, fixed: Fingerprints) -> None:
+    """Raise CarriesFix if fingerprint `found` (of the code at `where`) is a
+    fixed release's, Unrecognised unless it is one of the `verified`."""
     if found in fixed:
         raise CarriesFix("%s already has the fix (fingerprint %s, as in torch %s)"
                          % (where, found, fixed[found]))
     if found not in verified:
         raise Unrecognised("%s has fingerprint %s, which matches no verified release (%s)"
                            % (where, found, ", ".join(sorted(set(verified.values())))))
-    return source
 
 
 def _refuse_ours(function: Any, where: str) -> None:

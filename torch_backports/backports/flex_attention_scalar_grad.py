@@ -331,40 +331,35 @@ def _torch_file(module_name: str) -> str:
 
 def _inductor_plan() -> "list[tuple[str, str, str, tuple, object]]":
     """(module, owner's qualname or "", function, fingerprints, edits) of
-    the inductor half: store where the release has no _broadcast_index."""
+    the inductor half, store where the release has no _broadcast_index;
+    each function checked in its file, as _patching.check does a live one,
+    without importing its module, and each file read once."""
     from .. import _fingerprint
 
-    with open(_torch_file(SELECT), encoding="utf-8") as file:
-        text = file.read()
-    try:
-        _fingerprint.of_file(text, "ModificationWrapper._broadcast_index")
-        codegen = ("ModificationWrapper", "_broadcast_index", BROADCAST_INDEX,
-                   BROADCAST_INDEX_EDITS)
-    except LookupError:
-        codegen = ("ModificationWrapper", "store", STORE, STORE_EDITS)
+    def fingerprint(module_name: str, *qualnames: str) -> "tuple[str, str]":
+        # (qualname, fingerprint) of the first of `qualnames` the file defines.
+        try:
+            with open(_torch_file(module_name), encoding="utf-8") as file:
+                text = file.read()
+            for qualname in qualnames[:-1]:
+                try:
+                    return qualname, _fingerprint.of_file(text, qualname)
+                except LookupError:
+                    pass
+            return qualnames[-1], _fingerprint.of_file(text, qualnames[-1])
+        except (OSError, LookupError, SyntaxError) as exc:
+            raise _patching.Unrecognised("%s.%s: its source cannot be read (%s)"
+                                         % (module_name, qualnames[-1], exc)) from None
+
+    _, found = fingerprint(COMMON, "zeros_and_scatter_lowering")
+    _patching.judge(found, COMMON + ".zeros_and_scatter_lowering", *LOWERING)
+    qualname, found = fingerprint(SELECT, "ModificationWrapper._broadcast_index",
+                                  "ModificationWrapper.store")
+    codegen = ((BROADCAST_INDEX, BROADCAST_INDEX_EDITS) if qualname.endswith("_broadcast_index")
+               else (STORE, STORE_EDITS))
+    _patching.judge(found, "%s.%s" % (SELECT, qualname), *codegen[0])
     return [(COMMON, "", "zeros_and_scatter_lowering", LOWERING, _lowering_edits),
-            (SELECT,) + codegen]
-
-
-def _check_file(module_name: str, qualname: str, prints: tuple) -> None:
-    """Raise unless `qualname` in the not yet imported module's file is one
-    of the verified versions (as _patching.check does for a live function)."""
-    from .. import _fingerprint
-
-    verified, fixed = prints
-    where = "%s.%s" % (module_name, qualname)
-    try:
-        with open(_torch_file(module_name), encoding="utf-8") as file:
-            found = _fingerprint.of_file(file.read(), qualname)
-    except (OSError, LookupError, SyntaxError) as exc:
-        raise _patching.Unrecognised("%s: its source cannot be read (%s)" % (where, exc)) from None
-    if found in fixed:
-        raise _patching.CarriesFix("%s already has the fix (fingerprint %s, as in torch %s)"
-                                   % (where, found, fixed[found]))
-    if found not in verified:
-        releases = ", ".join(sorted(set(verified.values())))
-        raise _patching.Unrecognised("%s has fingerprint %s, which matches no verified release "
-                                     "(%s)" % (where, found, releases))
+            (SELECT, "ModificationWrapper", qualname.split(".")[1]) + codegen]
 
 
 def _patch_inductor(module: ModuleType, owner_name: str, name: str, prints: tuple,
@@ -439,8 +434,6 @@ def apply(flex_attention: ModuleType, release: Release) -> Revert:
                 return
             _patching.check(original, "create_fw_bw_graph", *CREATE_FW_BW_GRAPH)
             plan = _inductor_plan()
-            for module_name, owner, name, prints, _ in plan:
-                _check_file(module_name, "%s.%s" % (owner, name) if owner else name, prints)
             import importlib
 
             trace = importlib.import_module(TRACE)
