@@ -432,3 +432,30 @@ def test_rebind_defaults_sets_only_defaults_holding_the_original_records_and_und
     keyword.__kwdefaults__ = {**keyword.__kwdefaults__, "other": "replaced since"}
     undo()
     assert positional(1) is original and keyword(1) == (original, "replaced since")
+
+
+def test_all_or_nothing_undoes_the_changes_made_when_one_raises_last_first():
+    owner = types.SimpleNamespace(a=1, b=2)
+    order = []
+
+    def change(name, value):
+        old = getattr(owner, name)
+        setattr(owner, name, value)
+
+        def undo():
+            order.append(name)
+            setattr(owner, name, old)
+        return undo
+
+    with pytest.raises(KeyError):
+        with _patching.all_or_nothing() as reverts:
+            reverts.append(change("a", 10))
+            reverts.append(change("b", 20))
+            raise KeyError("halfway")
+    assert (owner.a, owner.b) == (1, 2) and order == ["b", "a"]
+
+    with _patching.all_or_nothing() as reverts:
+        reverts.append(change("a", 10))
+    assert owner.a == 10
+    _patching.undo_all(reverts)()
+    assert owner.a == 1

@@ -76,6 +76,9 @@ def describe(change: "_patching.Change") -> dict:
             running = getattr(new, _patching.MAKE_COPY)()
             if running is old:
                 entry["note"] = "the stand-in's check or rewrite failed: the installed code runs"
+            through = getattr(new, _patching.CALLED_THROUGH, None)
+            if through is not None:
+                entry["through"] = _side(through)
         entry["installed"] = _side(old) if old is not None else None
         if getattr(running, _patching._WRAPPER_MARK, False):
             entry["kind"] = "wrapper"
@@ -251,6 +254,10 @@ def render(entry: dict, context: int = 3) -> str:
     lines = [head]
     if entry.get("note"):
         lines.append("  note: " + entry["note"])
+    through = entry.get("through")
+    if through:
+        lines.append("  the stand-in calls it through %s at %s:" % (through["name"], _at(through)))
+        lines.append(_numbered(through))
     installed, running = entry.get("installed"), entry.get("running")
     kind = entry.get("kind")
     if kind == "wrapper":

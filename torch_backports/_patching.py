@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
-from . import _fingerprint
 from ._backport import Fingerprints, Revert
+
+# _fingerprint is imported where a check runs, not here: `import torch`
+# loads this module for the stand-ins of the functions it defines, whose
+# checks wait for their first call, and the module cost 0.54 M instructions
+# there (callgrind, torch 2.13.0, Python 3.11, 2026-12-07).
 
 
 class Unrecognised(Exception):
@@ -32,6 +37,9 @@ EDITED_SOURCE = "_torch_backports_source"
 # On rewritten_on_first_call()'s stand-in: the function that makes (once)
 # and returns the copy, so that diff can show the copy before the first call.
 MAKE_COPY = "_torch_backports_copy"
+# On a stand-in made with `through`: that function, which diff shows too,
+# since every call runs through it.
+CALLED_THROUGH = "_torch_backports_through"
 
 # How a recorded change was made (the last item of a Change).
 REPLACED = "replaced"
@@ -85,6 +93,8 @@ def _record(owner: Any, name: str, old: Any, new: Any, how: str) -> None:
 def check(function: Callable, where: str, verified: Fingerprints, fixed: Fingerprints) -> str:
     """Raise unless `function`'s source is one of the `verified`
     fingerprints; return that source."""
+    from . import _fingerprint
+
     _refuse_ours(function, where)
     try:
         found, source = _fingerprint.source_of(function, {**verified, **fixed})
@@ -162,17 +172,12 @@ def rebind_defaults(functions: Iterable[Callable], original: Any, new: Any) -> R
     compile_fx_inner`, which holds the function as it was when the `def`
     ran; return the undo. Each is recorded as the function's attribute
     "<parameter>=", for diff."""
-    reverts: "list[Revert]" = []
-    revert = undo_all(reverts)
-    try:
+    with all_or_nothing() as reverts:  # defaults are outside any snapshot
         for function in functions:
             for parameter, value in _defaults(function):
                 if value is original:
                     reverts.append(_set_default(function, parameter, original, new))
-    except BaseException:
-        revert()  # defaults are outside any snapshot
-        raise
-    return revert
+    return undo_all(reverts)
 
 
 def _defaults(function: Callable) -> "list[tuple[str, Any]]":
@@ -202,6 +207,22 @@ def _set_default(function: Any, parameter: str, old: Any, new: Any) -> Revert:
             put(old)
 
     return revert
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> "Iterator[list[Revert]]":
+    """Collect the undo of each change of a patch made of several; should
+    one raise, undo those already made, last first, and re-raise.
+
+    For changes the caller's restore of its target module would not reach:
+    other modules, function defaults, a class's dispatch table. Return
+    undo_all() of the list when the block is done."""
+    reverts: "list[Revert]" = []
+    try:
+        yield reverts
+    except BaseException:
+        undo_all(reverts)()
+        raise
 
 
 def undo_all(reverts: "list[Revert]") -> Revert:
@@ -270,6 +291,8 @@ def rewritten(function: Callable, edits: Edits, verified: Fingerprints,
     import __future__
     import textwrap
 
+    from . import _fingerprint
+
     where = getattr(function, "__qualname__", repr(function))
     source = _fingerprint.dedent(check(function, where, verified, fixed))
     if callable(edits):
@@ -322,7 +345,9 @@ def rewritten_on_first_call(owner: Any, name: str,
                             edits: "list[tuple[str, str]] | dict[str, list[tuple[str, str]]]",
                             verified: Fingerprints,
                             fixed: Fingerprints, when: "Callable[..., bool] | None" = None,
-                            partner: "Callable[[], object] | None" = None) -> Revert:
+                            partner: "Callable[[], object] | None" = None,
+                            through: "Callable[[Callable, tuple, dict], Any] | None" = None
+                            ) -> Revert:
     """Put a stand-in in place of `owner.name` that checks it and makes
     rewritten()'s copy of it at its first call; return the undo.
 
@@ -350,6 +375,11 @@ def rewritten_on_first_call(owner: Any, name: str,
     those calls to the copy (checked and compiled at the first of them),
     the others to the original: for a function that `import torch` itself
     calls, with arguments the fix does not concern.
+
+    With `through`, the stand-in makes the calls as `through(function, args,
+    kwargs)`, from its own frame, so that the stand-in's caller is two frames
+    up: for a function that reads its caller's frame, which the stand-in
+    would otherwise be (see fx-wrap-frame-cycle).
     """
     original, where = own_attribute(owner, name)
     _refuse_ours(original, where)
@@ -396,10 +426,13 @@ def rewritten_on_first_call(owner: Any, name: str,
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         if when is not None:
             # a method's self is args[0], as for any function
-            return (copy() if when(*args, **kwargs) else original)(*args, **kwargs)
-        new = copy()
-        if vars(owner).get(name) is stand_in:
-            setattr(owner, name, new)
+            new = copy() if when(*args, **kwargs) else original
+        else:
+            new = copy()
+            if vars(owner).get(name) is stand_in:
+                setattr(owner, name, new)
+        if through is not None:
+            return through(new, args, kwargs)
         return new(*args, **kwargs)
 
     for attribute in ("__module__", "__qualname__", "__doc__", "__name__"):
@@ -407,6 +440,8 @@ def rewritten_on_first_call(owner: Any, name: str,
     stand_in.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(stand_in, _MARK, True)
     setattr(stand_in, MAKE_COPY, copy)
+    if through is not None:
+        setattr(stand_in, CALLED_THROUGH, through)
     setattr(owner, name, stand_in)
     _record(owner, name, original, stand_in, STAND_IN)
 
@@ -434,6 +469,8 @@ def _edits_for(function: Callable, edits: "list[tuple[str, str]] | dict[str, lis
     """`edits`, or where they are by fingerprint, those for `function`'s
     (found among `known` as its check found it)."""
     if isinstance(edits, dict):
+        from . import _fingerprint
+
         return list(edits.get(_fingerprint.of_function(function, known), ()))
     return edits
 

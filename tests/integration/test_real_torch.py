@@ -263,3 +263,70 @@ def test_without_torch_nothing_is_printed_or_loaded():
     check = cli("check")
     assert check.returncode == 0 and "torch is not installed" in check.stdout
     assert "not installed" in cli("status").stdout
+
+
+# torch.fx.wrap used as libraries use it: by name and as a decorator at a
+# module's top level (each module a file, imported), then traced; called
+# inside a function and in a class body, where it raises. Printed as JSON.
+_WRAP_PROGRAM = r'''
+import json, os, sys, tempfile
+import torch
+import torch.fx
+import torch.fx._symbolic_trace as symbolic_trace
+
+folder = tempfile.mkdtemp()
+sys.path.insert(0, folder)
+modules = {
+    "by_name": "import torch.fx\ndef helper(x):\n    return x + 1\ntorch.fx.wrap('helper')\n"
+               "def f(x):\n    return helper(x) * 2\n",
+    "decorated": "import torch.fx\n@torch.fx.wrap\ndef helper(x):\n    return x - 1\n"
+                 "def f(x):\n    return helper(x) * 3\n",
+    "inner": "from torch.fx._symbolic_trace import wrap\ndef helper(x):\n    return x / 2\n"
+             "wrap('helper')\ndef f(x):\n    return helper(x) + 4\n",
+}
+seen = {"stand_in_first": getattr(torch.fx.wrap, "_torch_backports_replacement", False)}
+for name, text in modules.items():
+    with open(os.path.join(folder, name + ".py"), "w") as f:
+        f.write(text)
+    module = __import__(name)
+    graph = torch.fx.symbolic_trace(module.f).graph
+    seen[name] = [getattr(n.target, "__name__", str(n.target))
+                  for n in graph.nodes if n.op == "call_function"]
+def inside():
+    torch.fx.wrap("len")
+try:
+    inside()
+except Exception as exc:
+    seen["inside"] = "%s: %s" % (type(exc).__name__, exc)
+try:
+    class Body:
+        torch.fx.wrap("len")
+except Exception as exc:
+    seen["class body"] = "%s: %s" % (type(exc).__name__, exc)
+try:
+    torch.fx.wrap(3)
+except Exception as exc:
+    seen["not a name"] = "%s: %s" % (type(exc).__name__, exc)
+seen["fixed after"] = "finally" in getattr(symbolic_trace.wrap, "_torch_backports_source", "")
+print(json.dumps(seen))
+'''
+
+
+def test_fx_wrap_through_its_stand_in_behaves_as_stock():
+    """fx-wrap-frame-cycle's stand-in calls wrap from its caller's top level:
+    what wrap records and raises is stock torch's, by name, as a decorator
+    and through the module's own name."""
+    needs_torch()
+    fixed = run_python(_WRAP_PROGRAM)
+    stock = run_python(_WRAP_PROGRAM, env={"TORCH_BACKPORTS_DISABLE": "fx-wrap-frame-cycle"})
+    assert fixed.returncode == 0 and stock.returncode == 0, fixed.stderr[-3000:] + stock.stderr[-3000:]
+    fixed_seen, stock_seen = last_json(fixed.stdout), last_json(stock.stdout)
+    applies = _registry.load("fx-wrap-frame-cycle").needed_by(release_of(EXPECTED))
+    assert fixed_seen.pop("stand_in_first") is applies
+    assert fixed_seen.pop("fixed after") is applies
+    assert not stock_seen.pop("stand_in_first") and not stock_seen.pop("fixed after")
+    assert fixed_seen == stock_seen
+    # wrap took effect: each helper is a call in the graph, not traced through
+    assert [stock_seen[name] for name in ("by_name", "decorated", "inner")] == [
+        ["helper", "mul"], ["helper", "mul"], ["helper", "add"]], stock_seen
+    assert stock_seen["inside"].startswith("NotImplementedError"), stock_seen

@@ -299,10 +299,9 @@ def apply(aot_autograd: ModuleType, release: Release) -> Revert:
         fixed_freezing = _patching.rewritten(original, FREEZING_EDITS, VERIFIED_FREEZING,
                                              FIXED_FREEZING)
 
-    reverts: List[Revert] = []
-    revert = _patching.undo_all(reverts)
     active = [True]
-    try:
+    # collect_metadata_analysis and the re-exports are outside the snapshot.
+    with _patching.all_or_nothing() as reverts:
         for owner, name, original, new, verified, fixed in patches:
             reverts.append(_patching.replace_attribute(owner, name, new, verified, fixed))
             reverts.append(_patching.rebind(_REEXPORTERS, name, original, new))
@@ -324,10 +323,7 @@ def apply(aot_autograd: ModuleType, release: Release) -> Revert:
 
             _hooks.register(_FREEZING, hook)
             reverts.append(lambda: active.__setitem__(0, False))
-    except BaseException:
-        revert()  # collect_metadata_analysis and the re-exports are outside the snapshot
-        raise
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # The program, and the same without the graph break, where stock

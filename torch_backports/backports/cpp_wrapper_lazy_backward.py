@@ -178,18 +178,13 @@ def apply(compile_fx: ModuleType, release: Release) -> Revert:
     new_config = _patching.rewritten(cpp_config, GET_CPP_WRAPPER_CONFIG_EDITS,
                                      *GET_CPP_WRAPPER_CONFIG)
     new_config.__defaults__ = (True,)  # log_cudagraph_skip; the original has no defaults
-    reverts: "list[Revert]" = []
-    revert = _patching.undo_all(reverts)
-    try:
+    with _patching.all_or_nothing() as reverts:  # defaults are outside the snapshot
         reverts.append(_patching.replace_attribute(compile_fx, "get_cpp_wrapper_config",
                                                    new_config, *GET_CPP_WRAPPER_CONFIG))
         reverts.append(_patching.replace_attribute(compile_fx, "compile_fx_inner", new_inner,
                                                    *COMPILE_FX_INNER))
         reverts.append(_patching.rebind_defaults(holders, inner, new_inner))
-    except BaseException:
-        revert()  # function defaults are outside the target's snapshot
-        raise
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # The program.

@@ -137,7 +137,7 @@ import sys
 import threading
 from collections import defaultdict
 from types import ModuleType
-from typing import Any, List
+from typing import Any
 
 from .. import _patching
 from .._backport import Backport, Release, Revert
@@ -271,24 +271,19 @@ def apply(cudagraph_trees: ModuleType, release: Release) -> Revert:
                      verified, fixed))
 
     added = {"_initialize_tls": _initialize_tls, "graph_capture_lock": threading.Lock()}
-    reverts: List[Revert] = []
-    revert = _patching.undo_all(reverts)
 
     def remove_added() -> None:
         for name, value in added.items():
             if vars(cudagraph_trees).get(name) is value:
                 delattr(cudagraph_trees, name)
 
-    try:
+    with _patching.all_or_nothing() as reverts:  # compile_fx is outside the snapshot
         for name, value in added.items():
             setattr(cudagraph_trees, name, value)
         reverts.append(remove_added)
         for owner, name, new, verified, fixed in plan:
             reverts.append(_patching.replace_attribute(owner, name, new, verified, fixed))
-    except BaseException:
-        revert()  # compile_fx is outside the target's snapshot
-        raise
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # The program: a reduce-overhead function first run in a worker

@@ -109,7 +109,6 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import List
 
 from .. import _patching
 from .._backport import Backport, Release, Revert
@@ -176,17 +175,13 @@ def apply(flex_attention: ModuleType, release: Release) -> Revert:
                                              % (holder.__name__, name, where))
         new = _patching.rewritten(original, edits, verified, fixed_prints)
         fixed.append((name, holders, new, verified, fixed_prints))
-    reverts: List[Revert] = []
-    revert = _patching.undo_all(reverts)
-    try:
+    # common, flex_decoding and flex_cpu are outside the target's snapshot.
+    with _patching.all_or_nothing() as reverts:
         for name, holders, new, verified, fixed_prints in fixed:
             for holder in holders:
                 reverts.append(_patching.replace_attribute(holder, name, new, verified,
                                                            fixed_prints))
-    except BaseException:
-        revert()  # common, flex_decoding and flex_cpu are outside the target's snapshot
-        raise
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # The program (the PR's test): a decode step, one query, and a

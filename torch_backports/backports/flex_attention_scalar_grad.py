@@ -388,8 +388,7 @@ def _patch_trace(trace: ModuleType) -> "list[Revert]":
     new_vmap = _patching.rewritten(vmap_fn, VMAP_RULE_EDITS, *VMAP_RULE)
     new_forward = _patching.rewritten(forward_sm.__func__, MOD_INDEX_FORWARD_EDITS,
                                       *MOD_INDEX_FORWARD)
-    reverts: List[Revert] = []
-    try:
+    with _patching.all_or_nothing() as reverts:
         reverts.append(_patching.replace_attribute(mod_index, "forward", staticmethod(new_forward),
                                                    *MOD_INDEX_FORWARD))
         reverts.append(_patching.replace_attribute(op, "_vmap_fn", new_vmap, *VMAP_RULE))
@@ -400,9 +399,6 @@ def _patch_trace(trace: ModuleType) -> "list[Revert]":
         reverts.append(_patching._install(op, "_backend_fns", backend_fns, dict(backend_fns),
                                           _patching.REPLACED))
         op.register_kernel(None)(new_init)
-    except BaseException:
-        _patching.undo_all(reverts)()
-        raise
     return reverts
 
 

@@ -191,19 +191,14 @@ def apply(funcol: ModuleType, release: Release) -> Revert:
     # Everything checked and compiled before anything is set.
     fixed_helper = _patching.rewritten(helper, HELPER_EDITS, VERIFIED, FIXED)
     gathers = _gathers(funcol)
-    reverts: List[Revert] = []
-    revert = _patching.undo_all(reverts)
-    try:
+    with _patching.all_or_nothing() as reverts:  # torch._utils is outside the snapshot
         for owner in (utils, funcol):
             reverts.append(_patching.replace_attribute(
                 owner, "_maybe_view_chunk_cat", fixed_helper, VERIFIED, FIXED))
         for name, new in gathers:
             verified, fixed, _ = GATHERS[name]
             reverts.append(_patching.replace_attribute(funcol, name, new, verified, fixed))
-    except BaseException:
-        revert()  # torch._utils is outside the snapshot of the target
-        raise
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # Two gloo ranks on the CPU: this program is rank 0, a second interpreter

@@ -42,20 +42,27 @@ Read from each release's torch/fx/_symbolic_trace.py:
 
 torch.fx re-exports the function (`from ._symbolic_trace import wrap`).
 The hook runs when _symbolic_trace has executed, before torch.fx binds the
-name, so torch.fx.wrap is the fixed one; where torch.fx was imported before
+name, so torch.fx.wrap is ours; where torch.fx was imported before
 torch-backports armed, apply() sets torch.fx.wrap as well.
 
-Cost: `import torch` imports _symbolic_trace, so this patch is paid there:
-wrap cannot be replaced by a stand-in that fixes it at its first call, as
-other backports of functions `import torch` loads are, because wrap reads
-its caller's frame and a stand-in would be that caller.
+Cost: `import torch` imports _symbolic_trace, and checking wrap and
+compiling the copy there cost 3.7 M instructions (callgrind, torch 2.13.0,
+2026-12-07), the largest part of what torch-backports added to `import
+torch`. So until wrap's first call a stand-in takes its place
+(_patching.rewritten_on_first_call), as for the other functions `import
+torch` loads. wrap reads its caller's frame, which the stand-in would be;
+so the stand-in calls it through _as_its_caller, which makes the call from
+code run at the caller's top level, in the caller's globals, the two things
+wrap reads of that frame. _symbolic_trace.wrap is then the fixed copy;
+torch.fx.wrap stays the stand-in, which costs a few microseconds a call
+(wrap is called once per wrapped name, when a module is imported).
 """
 
 from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import List, Tuple
+from typing import Any, Callable, List, Tuple
 
 from .. import _patching
 from .._backport import Backport, Release, Revert
@@ -90,16 +97,38 @@ def in_try_finally(source: str) -> List[Tuple[str, str]]:
 
 
 def apply(symbolic_trace: ModuleType, release: Release) -> Revert:
-    """Replace torch.fx._symbolic_trace.wrap (and torch.fx.wrap, where it is
-    already bound) by the installed one in a try/finally; return the undo."""
+    """Put a stand-in for torch.fx._symbolic_trace.wrap (and torch.fx.wrap,
+    where it is already bound) that makes the copy in a try/finally at its
+    first call; return the undo."""
     original, _ = _patching.own_attribute(symbolic_trace, "wrap")
-    fixed = _patching.rewritten(original, in_try_finally, VERIFIED, FIXED)
-    undo = [_patching.replace_attribute(symbolic_trace, "wrap", fixed, VERIFIED, FIXED)]
-    fx = sys.modules.get("torch.fx")
-    if fx is not None and vars(fx).get("wrap") is original:
-        undo.append(_patching.replace_attribute(fx, "wrap", fixed, VERIFIED, FIXED))
+    with _patching.all_or_nothing() as reverts:  # torch.fx is outside the snapshot
+        reverts.append(_patching.rewritten_on_first_call(
+            symbolic_trace, "wrap", in_try_finally, VERIFIED, FIXED, through=_as_its_caller))
+        reverts.append(_patching.rebind(("torch.fx",), "wrap", original,
+                                        vars(symbolic_trace)["wrap"]))
+    return _patching.undo_all(reverts)
 
-    return _patching.undo_all(undo)
+
+# The call as wrap's caller would make it at a module's top level: code
+# named "<module>", exec'd in that module's globals.
+_AT_TOP_LEVEL = compile("result = wrap(*args, **kwargs)", "<torch.fx.wrap's caller>", "exec")
+
+
+def _as_its_caller(function: Callable, args: tuple, kwargs: dict) -> Any:
+    """Call `function` (wrap or its fixed copy) for the stand-in's caller,
+    two frames up: wrap checks that its caller's code is a module's top
+    level ("<module>") and records that module's globals. Where the caller
+    is a top level, the call is made from code exec'd there, which wrap
+    sees as the caller; anywhere else it is made from here, and wrap raises
+    as it would have for the real caller."""
+    caller = sys._getframe(2)
+    at_top_level, scope = caller.f_code.co_name == "<module>", caller.f_globals
+    del caller
+    if not at_top_level:
+        return function(*args, **kwargs)
+    names = {"wrap": function, "args": args, "kwargs": kwargs}
+    exec(_AT_TOP_LEVEL, scope, names)
+    return names["result"]
 
 
 # What torch.fx.wrap's callers leave behind, with automatic collection off:
@@ -162,8 +191,8 @@ BACKPORT = Backport(
     ),
     readme_fix=(
         "2.15's `try: … finally: del currentframe, f` in `torch.fx.wrap`, around each "
-        "release's own lines. `wrap` reads its caller's frame, so no stand-in can put the "
-        "work off: it is rewritten when `import torch` loads it (2.6 M instructions, 0.05 "
-        "% of `import torch` on 2.13.0)."
+        "release's own lines. `import torch` loads `wrap`, so a stand-in makes the fixed "
+        "copy at its first call; since `wrap` reads its caller's frame, the stand-in calls "
+        "it from code run at its caller's top level, in its caller's globals."
     ),
 )

@@ -194,15 +194,10 @@ def apply(select_algorithm: ModuleType, release: Release) -> Revert:
     render, where = _patching.own_attribute(kernel, "render")
     new_size = _patching.rewritten(size, SIZE_EDITS, *SIZE)  # checks size() first
     _patching.check(render, where, *RENDER)
-    reverts = []
-    revert = _patching.undo_all(reverts)
-    try:
+    with _patching.all_or_nothing() as reverts:
         reverts.append(_patching.wrap_attribute(kernel, "render", _mark, *RENDER))
         reverts.append(_patching.replace_attribute(kernel, "size", new_size, *SIZE))
-    except BaseException:
-        revert()
-        raise
-    return revert
+    return _patching.undo_all(reverts)
 
 
 # The program: a bf16 `x @ w` of 32768 x 64 by 64 x 131072 (an
