@@ -34,13 +34,21 @@ def reproduce(name, stock, cpu_check=False):
 
 
 def record(name, which, outcome):
-    """Keep what a run printed for tests/matrix.py, which sets the folder."""
+    """Keep what a run printed: one JSON a backport in the folder
+    tests/matrix.py sets (TORCH_BACKPORTS_RESULTS_DIR), and one file a run
+    under <folder>/<release>/ where TORCH_BACKPORTS_CELLS_DIR names one
+    (what a CI run made of each cell; it runs no more than CI does)."""
     folder = os.environ.get("TORCH_BACKPORTS_RESULTS_DIR")
     if folder:
         path = Path(folder) / (name + ".json")
         cell = json.loads(path.read_text()) if path.exists() else {}
         cell[which] = outcome
         path.write_text(json.dumps(cell))
+    cells = os.environ.get("TORCH_BACKPORTS_CELLS_DIR")
+    if cells:
+        path = Path(cells) / EXPECTED / ("%s.%s.txt" % (name, which))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(outcome)
 
 
 @pytest.mark.parametrize("name", _registry.names())
