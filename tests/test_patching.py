@@ -343,6 +343,28 @@ def test_rewritten_on_first_call_with_when_sends_only_those_calls_to_the_copy(mo
     assert module.helper is original
 
 
+def test_rewritten_on_first_call_with_through_makes_every_call_through_it(module):
+    original = vars(module)["helper"]
+    fingerprint = _fingerprint.of_function(original)
+    calls = []
+
+    def through(function, args, kwargs):
+        calls.append((function, args, kwargs))
+        return function(*args, **kwargs)
+
+    revert = _patching.rewritten_on_first_call(
+        module, "helper", [("    return a + b\n", "    return a * b\n")], {fingerprint: "t"}, {},
+        through=through)
+    stand_in = module.helper
+    assert getattr(stand_in, _patching.CALLED_THROUGH) is through
+    assert stand_in(3, b=4) == 12  # the copy, called by `through`
+    assert calls[0][0] is module.helper and calls[0][1:] == ((3,), {"b": 4})
+    assert module.helper is not stand_in and module.helper(3) == 6  # the copy from now on
+    assert stand_in(5) == 10 and len(calls) == 2  # a name still bound to the stand-in
+    revert()
+    assert module.helper is original
+
+
 def test_own_class_is_read_from_the_module_namespace(module):
     assert _patching.own_class(module, "Kernel") is module.Kernel
     for name in ("helper", "Missing"):  # a function; nothing at all
