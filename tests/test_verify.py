@@ -32,6 +32,18 @@ def test_rank_prefixed_traceback():
     assert _verify.exception_line(prefixed) == "BackendCompilerFailed"
 
 
+def test_last_said_is_the_whole_exception_line_or_the_last_line():
+    assert _verify.last_said(TRACEBACK) == (
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:")
+    assert _verify.last_said("[rank1]: Traceback (most recent call last):\n"
+                             "[rank1]:   File \"x\", line 1\n"
+                             "[rank1]: RuntimeError: shape '[1, 2]' is invalid\n") == (
+        "RuntimeError: shape '[1, 2]' is invalid")
+    assert _verify.last_said("one\ntwo\n\n") == "two"
+    assert _verify.last_said("") == ""
+    assert len(_verify.last_said("x" * 1000)) == _verify.PRINTED
+
+
 def run(outcome, symptom=False, detail=""):
     return _verify.Run(outcome, detail, 1.0, symptom)
 

@@ -1,8 +1,8 @@
 """Write the README's catalogue sections from the registry, so that they
 cannot drift from the code: the "What it fixes" table, the "how each is
 fixed" list with its link definitions, and the compatibility table (from
-the registry, tox.ini's CI releases, tests/ci_plan.py and
-tests/matrix-results.json).
+the registry, tox.ini's CI releases, tests/ci_plan.py,
+tests/matrix-results.json and tests/cells-results.json).
 
 Each section lies between `<!-- begin generated: NAME -->` and `<!-- end
 generated: NAME -->`; edit a backport module's `readme_symptom` or
@@ -25,6 +25,7 @@ from typing import Dict, Iterable, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+import cells  # noqa: E402
 import ci_plan  # noqa: E402
 from torch_backports import _registry  # noqa: E402
 from torch_backports._backport import Backport, format_release  # noqa: E402
@@ -108,7 +109,7 @@ def link_definitions(text: str, catalogue: Iterable[Backport]) -> str:
     return "\n".join(lines)
 
 
-def cell(backport: Backport, version: str, ci: set, matrix: dict) -> str:
+def cell(backport: Backport, version: str, ci: set, matrix: dict, recorded: dict) -> str:
     release = release_of(version)
     if release < backport.first_affected:
         return "–"
@@ -118,7 +119,10 @@ def cell(backport: Backport, version: str, ci: set, matrix: dict) -> str:
             return "fixed CI"
         return "fixed m" if run.get("with_torch_backports") == "ok" else "fixed"
     if release in ci:
-        return "✔ CI" if ci_plan.stock_release(backport, ci) == release else "✔ ci"
+        if ci_plan.stock_release(backport, ci) == release:
+            return "✔ CI"
+        return "✔ all" if cells.proven(recorded, version, backport.name,
+                                       bool(backport.cpu_check)) else "✔ ci"
     if run.get("stock", "").startswith("crashed") and run.get("with_torch_backports") == "ok":
         return "✔ m"
     return "fp"
@@ -142,10 +146,11 @@ def compatibility_table(catalogue: Iterable[Backport]) -> str:
     results = ROOT / "tests" / "matrix-results.json"
     matrix = json.loads(results.read_text())["results"] if results.exists() else {}
     gpu = gpu_proven()
+    recorded = cells.load()
     lines = ["| backport | " + " | ".join(COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
     for backport in catalogue:
         lines.append("| `%s` | " % backport.name + " | ".join(
-            cell(backport, v, ci, matrix) + (" GPU" if backport.name in gpu.get(v, ()) else "")
+            cell(backport, v, ci, matrix, recorded) + (" GPU" if backport.name in gpu.get(v, ()) else "")
             for v in COLUMNS) + " |")
     return "\n".join(lines)
 

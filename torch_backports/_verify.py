@@ -43,6 +43,9 @@ class Run(NamedTuple):
     detail: str
     seconds: float
     symptom: bool  # the backport's symptom is in the output
+    # The line that tells what happened, whole (to PRINTED characters): the
+    # exception with its message, or the last line the program printed.
+    printed: str = ""
 
     def describe(self) -> str:
         return self.outcome + (": " + self.detail if self.detail else "")
@@ -65,18 +68,32 @@ class Verdict(NamedTuple):
         }
 
 
-def exception_line(stderr: str) -> str:
-    """The type of the exception of the last traceback in `stderr`, e.g.
-    'BackendCompilerFailed'; else the last line of output."""
+# A run's `printed` line is cut to this many characters.
+PRINTED = 400
+
+
+def last_said(output: str) -> str:
+    """The exception line of the last traceback in `output` ('torch._dynamo.
+    exc.BackendCompilerFailed: backend=...'), else its last line; '' if none."""
     # torch.distributed prefixes each line a rank prints with "[rankN]: ".
-    lines = [re.sub(r"^\[rank\d+\]: ", "", line) for line in stderr.splitlines()]
+    lines = [re.sub(r"^\[rank\d+\]: ", "", line) for line in output.splitlines()]
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     for line in lines[starts[-1] + 1:] if starts else []:
         if line and not line[0].isspace():
-            match = re.match(r"([A-Za-z_][\w.]*)(:|$)", line)
-            return match.group(1).rsplit(".", 1)[-1] if match else line[:80]
+            return line[:PRINTED]
     tail = [line for line in lines if line.strip()]
-    return tail[-1][:80] if tail else "no output"
+    return tail[-1][:PRINTED] if tail else ""
+
+
+def exception_line(stderr: str) -> str:
+    """The type of the exception of the last traceback in `stderr`, e.g.
+    'BackendCompilerFailed'; else the last line of output."""
+    line = last_said(stderr)
+    if "Traceback (most recent call last)" in stderr:
+        match = re.match(r"([A-Za-z_][\w.]*)(:|$)", line)
+        if match:
+            return match.group(1).rsplit(".", 1)[-1]
+    return line[:80] or "no output"
 
 
 def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
@@ -113,11 +130,13 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
     wanted = backport.cpu_check_symptom if cpu_check else backport.symptom
     symptom = wanted in done.stderr or wanted in done.stdout
     if done.returncode == 0:
-        return Run(OK, "", seconds, symptom)
+        return Run(OK, "", seconds, symptom, last_said(done.stdout))
     if done.returncode == SKIP_EXIT:
         said = [line for line in done.stdout.splitlines() if line.startswith("skipped:")]
-        return Run(SKIPPED, said[-1][len("skipped:"):].strip() if said else "", seconds, symptom)
-    return Run(CRASHED, exception_line(done.stderr), seconds, symptom)
+        return Run(SKIPPED, said[-1][len("skipped:"):].strip() if said else "", seconds, symptom,
+                   said[-1][:PRINTED] if said else "")
+    return Run(CRASHED, exception_line(done.stderr), seconds, symptom,
+               last_said(done.stderr) or last_said(done.stdout))
 
 
 def judge(name: str, stock: Run, fixed: Run) -> Verdict:

@@ -26,7 +26,8 @@ from torch_backports._versions import release_of
 def reproduce(name, stock, cpu_check=False):
     run = _verify.run_reproducer(_registry.load(name), stock=stock, cpu_check=cpu_check)
     which = "stock" if stock else "with_torch_backports"
-    record(name, "cpu_check_" + which if cpu_check else which, run.describe())
+    record(name, "cpu_check_" + which if cpu_check else which,
+           run.describe() + ("\n" + run.printed if run.printed else ""))
     if run.outcome == _verify.SKIPPED:
         pytest.skip("%s's %s needs %s" % (name, "CPU check" if cpu_check else "reproducer",
                                           run.detail))
@@ -37,7 +38,8 @@ def record(name, which, outcome):
     """Keep what a run printed: one JSON a backport in the folder
     tests/matrix.py sets (TORCH_BACKPORTS_RESULTS_DIR), and one file a run
     under <folder>/<release>/ where TORCH_BACKPORTS_CELLS_DIR names one
-    (what a CI run made of each cell; it runs no more than CI does)."""
+    (what a CI run made of each cell, then the line the run printed last;
+    it runs no more than CI does; tools/cells.py records the folder)."""
     folder = os.environ.get("TORCH_BACKPORTS_RESULTS_DIR")
     if folder:
         path = Path(folder) / (name + ".json")
