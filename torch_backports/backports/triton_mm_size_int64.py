@@ -282,8 +282,9 @@ print([line.strip() for line in source.splitlines() if line.strip().startswith("
 # The kernel alone, without inductor's launcher, compiled for sm_90.
 ttir = _triton_cpu.compile_for_sm90(source, name)
 if "tt.dot" not in ttir:
+    print(ttir[-600:])  # before the verdict, so that the verdict is the last line
     sys.exit("the mm template's kernel compiles to a bare tt.return: M * N wrapped to 0 "
-             "in int32\n" + ttir[-600:])
+             "in int32")
 print("the mm template's kernel keeps its tt.dot loop")
 """
 
