@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from torch_backports._versions import release_of  # noqa: E402
+
 RECORD = ROOT / "tests" / "cells-results.json"
 PAGE = ROOT / "docs" / "cells.md"
 RUNS = ("stock", "with_torch_backports", "cpu_check_stock", "cpu_check_with_torch_backports")
 
 # release -> backport -> {"date": ..., run: what it printed}
 Cells = Dict[str, Dict[str, Dict[str, str]]]
-
-
-def _key(version: str) -> tuple:
-    return tuple(int(part) for part in version.split("."))
 
 
 def load() -> Cells:
@@ -61,16 +61,21 @@ def merge(recorded: Cells, new: Cells) -> Cells:
     merged = {version: dict(release) for version, release in recorded.items()}
     for version, release in new.items():
         merged.setdefault(version, {}).update(release)
-    return {v: merged[v] for v in sorted(merged, key=_key)}
+    return {v: merged[v] for v in sorted(merged, key=release_of)}
+
+
+def crashed_then_ok(runs: Dict[str, str], prefix: str = "") -> bool:
+    """Whether a backport's runs on one release (a cell of this record or of
+    tests/matrix-results.json) failed stock and passed fixed."""
+    return (runs.get(prefix + "stock", "").startswith("crashed")
+            and runs.get(prefix + "with_torch_backports") == "ok")
 
 
 def proven(cells: Cells, version: str, name: str, cpu_check: bool) -> bool:
     """Whether the record has `name` failing stock and passing fixed on
     `version` (its CPU check, for a fix of GPU code)."""
-    runs = cells.get(version, {}).get(name, {})
-    prefix = "cpu_check_" if cpu_check else ""
-    return (runs.get(prefix + "stock", "").startswith("crashed")
-            and runs.get(prefix + "with_torch_backports") == "ok")
+    return crashed_then_ok(cells.get(version, {}).get(name, {}),
+                           "cpu_check_" if cpu_check else "")
 
 
 def _escape(text: str) -> str:
@@ -117,7 +122,7 @@ def page(cells: Cells) -> str:
                 if prefix + "stock" not in runs and prefix + "with_torch_backports" not in runs:
                     continue
                 lines.append("| %s | %s | %s | %s | %s |" % (
-                    version, label, _shown(runs, prefix + "stock", "not run (ships the fix)"),
+                    version, label, _shown(runs, prefix + "stock", "not run"),
                     _shown(runs, prefix + "with_torch_backports", "not run"), runs["date"]))
         lines.append("")
     return "\n".join(lines)

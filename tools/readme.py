@@ -123,7 +123,7 @@ def cell(backport: Backport, version: str, ci: set, matrix: dict, recorded: dict
             return "✔ CI"
         return "✔ all" if cells.proven(recorded, version, backport.name,
                                        bool(backport.cpu_check)) else "✔ ci"
-    if run.get("stock", "").startswith("crashed") and run.get("with_torch_backports") == "ok":
+    if cells.crashed_then_ok(run):
         return "✔ m"
     return "fp"
 
@@ -150,7 +150,8 @@ def compatibility_table(catalogue: Iterable[Backport]) -> str:
     lines = ["| backport | " + " | ".join(COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
     for backport in catalogue:
         lines.append("| `%s` | " % backport.name + " | ".join(
-            cell(backport, v, ci, matrix, recorded) + (" GPU" if backport.name in gpu.get(v, ()) else "")
+            cell(backport, v, ci, matrix, recorded)
+            + (" GPU" if backport.name in gpu.get(v, ()) else "")
             for v in COLUMNS) + " |")
     return "\n".join(lines)
 

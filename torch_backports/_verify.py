@@ -72,28 +72,36 @@ class Verdict(NamedTuple):
 PRINTED = 400
 
 
-def last_said(output: str) -> str:
-    """The exception line of the last traceback in `output` ('torch._dynamo.
-    exc.BackendCompilerFailed: backend=...'), else its last line; '' if none."""
+def _said(output: str) -> Tuple[str, bool]:
+    """The exception line of the last traceback in `output`, whole, and
+    True; else its last non-blank line (or '') and False."""
     # torch.distributed prefixes each line a rank prints with "[rankN]: ".
     lines = [re.sub(r"^\[rank\d+\]: ", "", line) for line in output.splitlines()]
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     for line in lines[starts[-1] + 1:] if starts else []:
         if line and not line[0].isspace():
-            return line[:PRINTED]
+            return line, True
     tail = [line for line in lines if line.strip()]
-    return tail[-1][:PRINTED] if tail else ""
+    return (tail[-1] if tail else ""), False
+
+
+def _exception_type(line: str, traced: bool) -> str:
+    if traced:
+        match = re.match(r"([A-Za-z_][\w.]*)(:|$)", line)
+        return match.group(1).rsplit(".", 1)[-1] if match else line[:80]
+    return line[:80] or "no output"
+
+
+def last_said(output: str) -> str:
+    """The exception line of the last traceback in `output` ('torch._dynamo.
+    exc.BackendCompilerFailed: backend=...'), else its last line; '' if none."""
+    return _said(output)[0][:PRINTED]
 
 
 def exception_line(stderr: str) -> str:
     """The type of the exception of the last traceback in `stderr`, e.g.
     'BackendCompilerFailed'; else the last line of output."""
-    line = last_said(stderr)
-    if "Traceback (most recent call last)" in stderr:
-        match = re.match(r"([A-Za-z_][\w.]*)(:|$)", line)
-        if match:
-            return match.group(1).rsplit(".", 1)[-1]
-    return line[:80] or "no output"
+    return _exception_type(*_said(stderr))
 
 
 def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
@@ -135,8 +143,9 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
         said = [line for line in done.stdout.splitlines() if line.startswith("skipped:")]
         return Run(SKIPPED, said[-1][len("skipped:"):].strip() if said else "", seconds, symptom,
                    said[-1][:PRINTED] if said else "")
-    return Run(CRASHED, exception_line(done.stderr), seconds, symptom,
-               last_said(done.stderr) or last_said(done.stdout))
+    line, traced = _said(done.stderr)
+    return Run(CRASHED, _exception_type(line, traced), seconds, symptom,
+               line[:PRINTED] or last_said(done.stdout))
 
 
 def judge(name: str, stock: Run, fixed: Run) -> Verdict:

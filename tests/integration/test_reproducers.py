@@ -26,31 +26,34 @@ from torch_backports._versions import release_of
 def reproduce(name, stock, cpu_check=False):
     run = _verify.run_reproducer(_registry.load(name), stock=stock, cpu_check=cpu_check)
     which = "stock" if stock else "with_torch_backports"
-    record(name, "cpu_check_" + which if cpu_check else which,
-           run.describe() + ("\n" + run.printed if run.printed else ""))
+    record(name, "cpu_check_" + which if cpu_check else which, run.describe(), run.printed)
     if run.outcome == _verify.SKIPPED:
         pytest.skip("%s's %s needs %s" % (name, "CPU check" if cpu_check else "reproducer",
                                           run.detail))
     return run
 
 
-def record(name, which, outcome):
-    """Keep what a run printed: one JSON a backport in the folder
-    tests/matrix.py sets (TORCH_BACKPORTS_RESULTS_DIR), and one file a run
-    under <folder>/<release>/ where TORCH_BACKPORTS_CELLS_DIR names one
-    (what a CI run made of each cell, then the line the run printed last;
-    it runs no more than CI does; tools/cells.py records the folder)."""
+def record(name, which, outcome, printed=""):
+    """Keep what a run made of its cell (`outcome`, as verify describes it)
+    and the line it printed last: in one JSON a backport in the folder
+    tests/matrix.py sets (TORCH_BACKPORTS_RESULTS_DIR; `which` and
+    `which`_printed), and in one file a run, those two lines, under
+    <folder>/<release>/ where TORCH_BACKPORTS_CELLS_DIR names one (what a CI
+    run made of each cell; it runs no more than CI does; tools/cells.py
+    records the folder)."""
     folder = os.environ.get("TORCH_BACKPORTS_RESULTS_DIR")
     if folder:
         path = Path(folder) / (name + ".json")
         cell = json.loads(path.read_text()) if path.exists() else {}
         cell[which] = outcome
+        if printed:
+            cell[which + "_printed"] = printed
         path.write_text(json.dumps(cell))
     cells = os.environ.get("TORCH_BACKPORTS_CELLS_DIR")
     if cells:
         path = Path(cells) / EXPECTED / ("%s.%s.txt" % (name, which))
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(outcome)
+        path.write_text(outcome + ("\n" + printed if printed else ""))
 
 
 @pytest.mark.parametrize("name", _registry.names())
