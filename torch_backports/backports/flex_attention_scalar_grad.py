@@ -137,33 +137,30 @@ tensor that requires grad; q, k and v do not) in three ways:
     tensor is passed to a CPU kernel by value: the check gives its
     signature the pointer a GPU kernel has.) The kernel is compiled, not
     run: the gradient's value is checked eager and aot_eager only.
-The inductor part needs triton, which CUDA wheels bring: without it (as
-with the CPU wheel of 2.13.0) it prints that it did not run, and the eager
-parts still run. Hunks 3 and 4 have on 2.13.0 the fingerprints
-they have on 2.11.0 and 2.12.1 (zeros_and_scatter_lowering 49acf31833fc52c1,
-_broadcast_index 6e0eb7d1d2192a88; the tables above), which the check
-executes on 2.11.0 and 2.12.1 with triton installed: the same code. On 2.9.1 and 2.10.0
-the check executes them itself (store 93ddb6c721d78fc8). So every hunk
-of every claimed release is executed by the CPU check, and the backport is
-on by default (docs/gpu.md).
+The inductor part needs triton, which CUDA wheels bring: without it it
+prints that it did not run, and the eager parts still run. The CPU wheel of
+2.13.0 has none, so CI's torch213 env installs triton 3.7.1 beside it (the
+release 2.13.0's CUDA wheel pins). So every hunk of every claimed release is
+executed by the CPU check in CI (on 2.9.1 and 2.10.0 hunk 4 is store
+93ddb6c721d78fc8), and the backport is on by default (docs/gpu.md). The
+2.13.0 hunks also have 2.11.0's and 2.12.1's fingerprints (the tables
+above).
 
 CPU_CHECK, 2026-12-06, in overlays of the CUDA wheels (with triton) of
-2.9.1, 2.10.0, 2.11.0 and 2.12.1 and the CPU wheel of 2.13.0, on a
-CPU-only machine. Stock, each fails:
+2.9.1, 2.10.0, 2.11.0 and 2.12.1, and 2026-12-07 in the CPU wheel of 2.13.0
+with triton 3.7.1, on a CPU-only machine. Stock, each fails:
   eager: ValueError: vmap(<lambda>(), ...): `<lambda>()` can not return a
     BatchedTensor when out_dim is None
   aot_eager: ValueError: vmap(GraphModule(), ...): (the same)
   inductor: InductorError: LoweringException: AssertionError:
     (target: flex_attention_backward)   # 2.9.1 prints LoweringException
-(2.13.0: "inductor: not run, needs triton"). With the backport, each
-passes: eager and aot_eager "d/dtemp 22.951731, as the dense reference",
-inductor the tl.full line above and "the flex backward kernel compiles
-for sm_90, with tt.atomic_rmw fadd" (2.13.0: eager and aot_eager). Stock
-2.14.1 (its CPU wheel, which has triton) passes, with the same template
-line. 2.15.0 was read from its wheel, not run: every function here is
-2.14.1's text (three of the four files are 2.14.1's, byte for byte).
-cpu_check_symptom is the eager ValueError, which every stock run prints
-(CI's stock run is on 2.13.0, whose inductor part does not run).
+With the backport, each passes: eager and aot_eager "d/dtemp 22.951731, as
+the dense reference", inductor the tl.full line above and "the flex
+backward kernel compiles for sm_90, with tt.atomic_rmw fadd". Stock 2.14.1
+(its wheel has triton) passes, with the same template line. 2.15.0 was read
+from its wheel, not run: every function here is 2.14.1's text (three of the
+four files are 2.14.1's, byte for byte). cpu_check_symptom is the eager
+ValueError, which every stock run prints, triton or not.
 
 changes_codegen is False: hunks 3 and 4 change what inductor generates only
 for a zeros_and_scatter with no indices, which stock create_fw_bw_graph
