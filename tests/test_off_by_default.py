@@ -51,3 +51,17 @@ def test_disable_wins_over_enable(off_backport, monkeypatch):
     monkeypatch.setenv(_config.ENV_DISABLE, NAME)
     assert _activate.apply(NAME, types.ModuleType("target")) == _records.DISABLED
     assert off_backport == []
+
+
+def test_require_names_an_off_backport_and_how_to_turn_it_on(off_backport, monkeypatch):
+    import torch_backports
+    from torch_backports import _require
+
+    assert _activate.apply(NAME, types.ModuleType("target")) == _records.OFF
+    monkeypatch.setattr(torch_backports, "_startup_state", "armed")
+    monkeypatch.setattr(_require, "_import_targets", lambda known: {})
+    with pytest.raises(torch_backports.BackportNotInEffect) as raised:
+        torch_backports.require(NAME)
+    state, reason = raised.value.missing[NAME]
+    assert state == _records.OFF
+    assert "TORCH_BACKPORTS_ENABLE=%s turns it on" % NAME in str(raised.value), raised.value

@@ -66,6 +66,43 @@ def test_counts_in_the_prose_match_the_registry():
             % (version, count, needed_by(version)))
 
 
+NUMBER = r"(\d+|[a-z]+(?:-[a-z]+)?)"
+# "torch 2.10.0, whose nine backports ...": a count of backports said of a release.
+COUNT_OF = re.compile(r"torch (\d+\.\d+\.\d+)\b[^.]*?\b" + NUMBER + r" (?:claimed )?backports\b")
+
+
+def words_or_digits(n: int) -> tuple:
+    return in_words(n), str(n)
+
+
+def is_number(word: str) -> bool:
+    return word.isdigit() or word.split("-")[0] in ONES + TENS
+
+
+def test_every_count_of_a_release_s_backports_matches_the_registry():
+    # The trial that found "nine" and "fourteen" said of 2.10.0 in one README.
+    for version, count in COUNT_OF.findall(PROSE):
+        if is_number(count):
+            assert count in words_or_digits(needed_by(version)), (
+                "README says torch %s has %s backports; the registry says %d"
+                % (version, count, needed_by(version)))
+
+
+def test_the_quick_start_counts_the_reproducers_it_runs():
+    quick = " ".join(TEXT.split("## Quick start", 1)[1].split("\n## ", 1)[0].split())
+    version = re.search(r"torch==(\d+\.\d+\.\d+)", quick).group(1)
+    counts = [c for c in re.findall(r"\b" + NUMBER + r" reproducers\b", quick) if is_number(c)]
+    assert counts, "the quick start says how many reproducers verify ran"
+    for count in counts:
+        assert count in words_or_digits(needed_by(version)), (count, version)
+
+
+def test_a_wrong_count_is_noticed():
+    wrong = "torch 2.10.0, whose nine backports make it the release changed most"
+    assert COUNT_OF.findall(wrong) == [("2.10.0", "nine")]
+    assert "nine" not in words_or_digits(needed_by("2.10.0"))
+
+
 def test_the_release_said_to_need_the_most_does():
     found = re.search(r"torch (\d+\.\d+\.\d+)\b[^.]*?the most of any release", PROSE)
     assert found, "the quick start says which release needs the most backports"

@@ -90,6 +90,13 @@ def test_a_run_that_checked_nothing_is_not_a_pass(outcomes, status, checked, mes
     assert len({_verify.PASSED, _verify.FAILED, _verify.NOTHING_CHECKED}) == 3
 
 
+def test_named_backports_that_are_not_needed_are_not_said_to_be_all():
+    outcome = _verify.summarise([], named=True)
+    assert outcome.status == _verify.NOTHING_CHECKED
+    assert outcome.message == ("checked nothing: this torch needs none of the backports "
+                               "named (see why above)")
+
+
 def test_table_cuts_long_cells():
     long = "needs a C++ compiler for inductor's CPU backend (" + "x" * 400 + ")"
     text = _verify.table([_verify.judge("x", run("skipped", detail=long), run("skipped", detail=long))],

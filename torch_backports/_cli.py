@@ -261,7 +261,7 @@ def _verify_command(names: List[str], as_json: bool, anyway: bool = False,
     verdicts = _verify.verify(names, version,
                               lambda line: print("  " + line, file=sys.stderr, flush=True),
                               jobs=jobs, chosen=chosen)
-    outcome = _verify.summarise(verdicts)
+    outcome = _verify.summarise(verdicts, named=bool(names))
     opt_out = _config.read_opt_out(_registry.names())
     warning = None
     if opt_out.everything or opt_out.names:

@@ -52,7 +52,7 @@ class BackportNotInEffect(RuntimeError):
 
     `missing` maps each such name, as it was asked for (its registry
     spelling when it is one), to (state, reason): a state of `status`
-    (pending, not covered, disabled, unrecognised, failed) or one of
+    (pending, not covered, disabled, off, unrecognised, failed) or one of
     require's own, "unknown" (no such backport here) and "not installed"
     (the startup hook did not run in this process), and the reason in
     `status`'s words. The message lists them all, one line each.
@@ -169,9 +169,18 @@ def _import_targets(known: Sequence[str]) -> Dict[str, str]:
     """Import torch and each backport's target, which runs its hook;
     return why an import failed, by backport name."""
     failures: Dict[str, str] = {}
+    try:
+        import torch
+        release: Optional[Release] = _versions.release_of(torch.__version__)
+    except Exception:  # judged by each target's hook, as before
+        release = None
     for name in known:
         target = _registry.target(name)
         if target in sys.modules:
+            continue
+        if release is not None and release >= _registry.releases(name)[1]:
+            # This torch ships the fix: the answer needs no hook, and an
+            # inductor target would cost a second for nothing.
             continue
         try:
             importlib.import_module(target)

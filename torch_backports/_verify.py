@@ -291,7 +291,9 @@ class Outcome(NamedTuple):
     message: str
 
 
-def summarise(verdicts: Sequence[Verdict]) -> Outcome:
+def summarise(verdicts: Sequence[Verdict], named: bool = False) -> Outcome:
+    """`named`: the user named the backports to verify (then an empty run
+    means none of those is needed here, not that this torch needs none)."""
     checked = sum(1 for v in verdicts if not v.verdict.startswith(SKIPPED))
     skipped = len(verdicts) - checked
     if not all(v.ok for v in verdicts):
@@ -299,6 +301,7 @@ def summarise(verdicts: Sequence[Verdict]) -> Outcome:
     if not checked:
         return Outcome(NOTHING_CHECKED, 0, "checked nothing: %s" % (
             "every reproducer was skipped (see why above)" if verdicts
+            else "this torch needs none of the backports named (see why above)" if named
             else "this torch needs no backport"))
     return Outcome(PASSED, checked, "passed (%d checked%s)" % (
         checked, ", %d skipped" % skipped if skipped else ""))

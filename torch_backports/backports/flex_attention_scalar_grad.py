@@ -676,6 +676,12 @@ BACKPORT = Backport(
         "store now handle. A stand-in for `create_fw_bw_graph` patches the rest at its first "
         "call (dynamo's and inductor's modules are not loaded before). Checked on the CPU "
         "eager, with `aot_eager`, and by compiling the backward with inductor's Triton "
-        "flex template (Triton CPU backend, a stub sm_90 driver) and its kernel for sm_90."
+        "flex template (Triton CPU backend, a stub sm_90 driver) and its kernel for sm_90. "
+        "Carried less: the hunks were told apart in the 2.13 → 2.14 diff by the PR's "
+        "description, its own diff not being at hand; not carried are other PRs' changes "
+        "2.14 has in these functions: captured-grad buffers allocated from the joint "
+        "graph's outputs ([pytorch#188860], for a capture that requires grad but is "
+        "unused), a clearer error for a `score_mod` that ignores `score`, and cosmetic "
+        "edits."
     ),
 )

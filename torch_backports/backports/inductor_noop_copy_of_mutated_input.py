@@ -214,7 +214,8 @@ BACKPORT = Backport(
     readme_fix=(
         "2.15's two insertions in `remove_noop_ops`: it collects the storages that "
         "`copy_`, `set_` and `resize_storage_bytes_` nodes mutate and never removes a "
-        "non-view copy of one. The other 2.15 edits of that function belong to other "
+        "non-view copy of one. It changes generated code, so the cache keys name it "
+        "(tested warm-stock-then-fixed). The other 2.15 edits of that function belong to other "
         "fixes and are not carried. Neither proposed PR (#198132, #198260) is what 2.15 "
         "ships and the PR that landed was not identified, so the issues are the "
         "references. User Triton kernels need a GPU and are not in the reproducer; they "

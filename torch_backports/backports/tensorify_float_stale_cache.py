@@ -296,6 +296,12 @@ BACKPORT = Backport(
         "and the copies other modules imported by name. It changes what inductor compiles "
         "and the cache keys cannot tell the values apart, so the FX graph and "
         "AOTAutograd cache keys name it: neither a stock nor a fixed process is served "
-        "the other's entries."
+        "the other's entries. Carried less: the PR's tests (the reproducer covers the "
+        "clamp case and `full_like`, which takes the restart); two smaller 2.15 edits of "
+        "the same pass whose PR is not known are carried as 2.15.0's code. Not fixed, "
+        "in 2.15.0 either: other floats that fake propagation specializes (norm eps, "
+        "`interpolate`'s scale_factor, [pytorch#197889]); `x.abs().pow(p) + x * p` with "
+        "grad still fails in inductor on 2.13.0, patched or not (2.15.0 compiles it "
+        "through changes elsewhere)."
     ),
 )
