@@ -1,7 +1,10 @@
 """triton-mm-size-int64 changes the Triton mm template's code: a process
 with the fix, on an inductor cache dir that stock torch warmed with the
 empty (M * N wrapped to 0) kernel, writes and gets the fixed kernel, and
-stock torch on the same dir still gets its own. On the CPU, through the
+stock torch on the same dir still gets its own; the FX graph and AOTAutograd
+cache keys of the fixed process name the backport and differ from stock's.
+(The compile stops after codegen, Triton having no CPU target, so no graph
+is stored: the keys are checked where they are made.) On the CPU, through the
 template's codegen and Triton's compiler for sm_90 (the backport's CPU
 check); it needs triton, which CPU-only wheels lack."""
 
@@ -44,6 +47,11 @@ def test_the_fix_does_not_get_the_kernel_stock_torch_cached(tmp_path):
     assert kernel_files(cache, STOCK_KERNEL), "stock torch cached no mm kernel"
     fixed = compile_once(cache, stock=False)
     assert fixed["m_line"] == FIXED_KERNEL and fixed["tt_dot"], fixed
+    assert fixed["keys"]["fx"] and all(named for _, named in fixed["keys"]["fx"]), fixed["keys"]
+    assert not any(named for _, named in warm["keys"]["fx"]), warm["keys"]
+    for kind in ("fx", "aot"):
+        stock_keys = {key for key, _ in warm["keys"][kind]}
+        assert not stock_keys & {key for key, _ in fixed["keys"][kind]}, (kind, warm, fixed)
     assert fixed["fx"].get("fxgraph_cache_hit", 0) == 0, fixed
     assert kernel_files(cache, FIXED_KERNEL)
     stock = compile_once(cache, stock=True)
