@@ -269,3 +269,33 @@ def test_a_table_entry_holding_the_patched_function_hashes_apart(module):
                                                                    after["repr"])
     assert before["sha256"] != after["sha256"]
     assert before["sha256"] == _diff._side(types.SimpleNamespace(check=helper, limit=3))["sha256"]
+
+
+def test_an_instance_target_is_named_by_its_class_and_its_own_name():
+    class CustomOpDef:
+        _qualname = "flex_lib::zeros_and_scatter"
+
+    name = _diff.qualified_name(CustomOpDef(), "_vmap_fn")
+    assert name == "%s.%s[flex_lib::zeros_and_scatter]._vmap_fn" % (
+        __name__, CustomOpDef.__qualname__)
+
+
+def test_a_table_of_kernels_made_from_another_function_hashes_apart():
+    # A dispatcher's table: each entry is a closure with the same text,
+    # made from the op's implementation; replacing the implementation
+    # changes what runs, and so the table's hash.
+    def make_kernel(implementation):
+        def kernel(*args):
+            return implementation(*args)
+        return kernel
+
+    def installed(x):
+        return x
+
+    def patched(x):
+        return x + 1
+
+    before = {None: make_kernel(installed)}
+    after = {None: make_kernel(patched)}
+    assert _diff._value_text(before) != _diff._value_text(after)
+    assert _diff._value_text(before) == _diff._value_text({None: make_kernel(installed)})

@@ -51,7 +51,14 @@ def qualified_name(owner: Any, name: str) -> str:
         return "%s.%s" % (owner.__name__, name)
     if isinstance(owner, type):
         return "%s.%s.%s" % (owner.__module__, owner.__qualname__, name)
-    return "%s.%s" % (type(owner).__qualname__, name)
+    # An instance (a custom op's CustomOpDef): its class, and the instance's
+    # own name where it has one, so that an audit can tell two apart.
+    kind = type(owner)
+    label = next((value for value in (getattr(owner, attr, None) for attr in
+                                      ("_qualname", "__name__", "name"))
+                  if isinstance(value, str)), None)
+    return "%s.%s%s.%s" % (kind.__module__, kind.__qualname__,
+                           "[%s]" % label if label else "", name)
 
 
 def collect(changes: "Dict[str, list]") -> "Dict[str, List[dict]]":
@@ -176,6 +183,9 @@ def _value_text(value: Any) -> str:
     held the installed one, though their reprs name the same function)."""
     if isinstance(value, (list, tuple)):
         return "%s[%s]" % (type(value).__qualname__, ", ".join(map(_item_text, value)))
+    if isinstance(value, dict):
+        return "%s{%s}" % (type(value).__qualname__, ", ".join(
+            "%s: %s" % (_item_text(key), _item_text(item)) for key, item in value.items()))
     fields = getattr(value, "__dict__", None)
     if isinstance(fields, dict) and not callable(value):
         return "%s(%s)" % (type(value).__qualname__, ", ".join(
@@ -183,15 +193,32 @@ def _value_text(value: Any) -> str:
     return _item_text(value)
 
 
-def _item_text(value: Any) -> str:
-    if getattr(_unwrapped(value), "__code__", None) is not None:
+def _item_text(value: Any, depth: int = 0) -> str:
+    function = _unwrapped(value)
+    if getattr(function, "__code__", None) is not None:
         # a rewritten copy by its edited text: inspect would read the
         # installed text at its line numbers
         edited = _edited(value)
         digest = _sha256(edited) if edited is not None else _side(value)["sha256"]
-        return "<%s %s>" % (_name_of(_unwrapped(value)), digest)
+        # A closure made from another function (a dispatcher's kernel made
+        # from the op's implementation) has the same text whatever it was
+        # made from: the functions it closes over are part of what it runs.
+        inner = [cell.cell_contents for cell in (getattr(function, "__closure__", None) or ())
+                 if _has_contents(cell)
+                 and getattr(_unwrapped(cell.cell_contents), "__code__", None) is not None]
+        if inner and depth < 2:
+            digest = _sha256(digest + "".join(_item_text(f, depth + 1) for f in inner))
+        return "<%s %s>" % (_name_of(function), digest)
     # without the addresses that differ from process to process
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
 
 
 def _edited_side(running: Any, installed: "Optional[Side]") -> Side:

@@ -112,7 +112,17 @@ def judge(found: str, where: str, verified: Fingerprints, fixed: Fingerprints) -
                          % (where, found, fixed[found]))
     if found not in verified:
         raise Unrecognised("%s has fingerprint %s, which matches no verified release (%s)"
-                           % (where, found, ", ".join(sorted(set(verified.values())))))
+                           % (where, found, ", ".join(sorted(set(verified.values()),
+                                                             key=_by_release))))
+
+
+def _by_release(text: str) -> "tuple":
+    """Sort key of a fingerprint's releases ("2.9.1 - 2.10.0"): its first
+    release as numbers, so that 2.10 comes after 2.9."""
+    import re
+
+    first = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return (tuple(int(part or 0) for part in first.groups()), text) if first else ((), text)
 
 
 def _refuse_ours(function: Any, where: str) -> None:

@@ -44,7 +44,9 @@ Read from each release's torch/_inductor/scheduler.py:
 
 The reproducer failed on stock 2.9.1, 2.10.0, 2.11.0 and 2.13.0 (16 of 32
 elements wrong), and passed with the patch on 2.10.0, 2.11.0 and 2.13.0
-(2026-12-05). On 2.9.1 the same edit, applied, still left 16 of 32 wrong:
+(2026-12-05). It covers the issue's four writes: index_put_, index_copy_,
+index_add_ and x[idx] = ...; on 2.13.0 each gives 16 of 32 wrong stock and
+none fixed (2026-12-07). On 2.9.1 the same edit, applied, still left 16 of 32 wrong:
 2.9's function looks at one reading node only and has neither 2.10's
 foreach loop nor its StarDep check, so more than this fix is missing there.
 2.9 is therefore not claimed (its fingerprint, e9e5012474ef23df for 2.9.0
@@ -109,9 +111,19 @@ def copy(x):
     x.copy_(x.flip(0))
     return x
 
+def add(x):
+    x.index_add_(0, torch.arange(x.size(0)), x * 2.0)
+    x.add_(x.flip(0))
+    return x
+
+def setitem(x):
+    x[torch.arange(x.size(0))] = x * 2.0
+    x.add_(x.flip(0))
+    return x
+
 torch.manual_seed(0)
 x = torch.rand(4, 8)
-for f in (put, copy):
+for f in (put, copy, add, setitem):
     want = f(x.clone())
     got = torch.compile(f, backend="inductor", fullgraph=True)(x.clone())
     wrong = int((got != want).sum())
