@@ -158,8 +158,9 @@ With the backport, each passes: eager and aot_eager "d/dtemp 22.951731, as
 the dense reference", inductor the tl.full line above and "the flex
 backward kernel compiles for sm_90, with tt.atomic_rmw fadd". Stock 2.14.1
 (its wheel has triton) passes, with the same template line. 2.15.0 was read
-from its wheel, not run: every function here is 2.14.1's text (three of the
-four files are 2.14.1's, byte for byte). cpu_check_symptom is the eager
+from its wheel (every function here is 2.14.1's text; three of the four
+files are 2.14.1's, byte for byte), and CI runs the check there as shipped:
+it passes with the same line (docs/cells.md, 2026-12-07). cpu_check_symptom is the eager
 ValueError, which every stock run prints, triton or not.
 
 changes_codegen is False: hunks 3 and 4 change what inductor generates only

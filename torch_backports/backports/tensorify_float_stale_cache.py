@@ -97,8 +97,12 @@ The reproducer (torch-backports verify, 2026-12-06) failed on stock 2.7.0,
 2.10.0, 2.13.0 and 2.14.1 with the symptom (on 2.13.0: "compiled
 clamped_swiglu with the float 1.0: stale value, forward off by 0.75,
 gradient off by 0.4712") and passed with the patch there; stock 2.15.0
-passes it. The other releases in the table are claimed on the code: the
-same sweep, the same edits.
+passes it. On 2026-12-07 a stock run on every claimed CI release (2.7.0,
+2.9.1, 2.10.0, 2.11.0, 2.12.1, 2.13.0, 2.14.1; docs/cells.md) failed the same
+way (2.7.0: "filled with the float 2.0 ..."), and each passed with the patch.
+The releases not in CI (2.7.1, 2.8.0, 2.9.0, 2.12.0) are claimed on the
+code: the same sweep, the same edits, and a status run there found the
+fingerprint accepted (tests/matrix.py --status-only).
 
 Not carried, not fixed here: with requires_grad, x.abs().pow(p) + x * p
 fails on stock 2.13.0, patched or not, in inductor's lowering of
