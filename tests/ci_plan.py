@@ -8,7 +8,9 @@ one claimed CI release per backport (`stock_release`): 2.13.0 where it is
 claimed (vLLM's pin, and a fast local wheel), otherwise the newest claimed
 one. Every claimed release shares a verified fingerprint with it, so the
 stock code is the same; `tox -e matrix` and TORCH_BACKPORTS_STOCK_RUNS=all
-make the stock run on every release. See docs/ci.md.
+make the stock run on every release. A fix of GPU code is proven by its
+CPU check, which CI runs stock and fixed on every claimed CI release (a
+few seconds each; rule 3 of docs/gpu.md rests on them). See docs/ci.md.
 """
 
 import configparser
@@ -48,12 +50,23 @@ def stock_release(backport, ci: Optional[Set[Release]] = None) -> Optional[Relea
     return PREFERRED if PREFERRED in claimed else claimed[-1]
 
 
-def stock_run_here(backport, release: Release) -> bool:
+def stock_in_ci(backport, release: Release, cpu_check: bool = False,
+                ci: Optional[Set[Release]] = None) -> bool:
+    """Whether CI's env of `release` makes `backport`'s stock run (of its
+    CPU check, with `cpu_check`): on every claimed CI release for a CPU
+    check, on stock_release() for a reproducer."""
+    if cpu_check:
+        return backport.needed_by(release) and release in (ci if ci is not None
+                                                           else ci_releases())
+    return stock_release(backport, ci) == release
+
+
+def stock_run_here(backport, release: Release, cpu_check: bool = False) -> bool:
     """Whether the env of `release` makes `backport`'s stock run."""
     if os.environ.get("TORCH_BACKPORTS_STOCK_RUNS") == "all" or os.environ.get(
             "TORCH_BACKPORTS_RESULTS_DIR"):
         return True
-    return stock_release(backport) == release
+    return stock_in_ci(backport, release, cpu_check)
 
 
 def fixed_run_here(backport, release: Release) -> bool:

@@ -119,7 +119,7 @@ def cell(backport: Backport, version: str, ci: set, matrix: dict, recorded: dict
             return "fixed CI"
         return "fixed m" if run.get("with_torch_backports") == "ok" else "fixed"
     if release in ci:
-        if ci_plan.stock_release(backport, ci) == release:
+        if ci_plan.stock_in_ci(backport, release, bool(backport.cpu_check), ci):
             return "✔ CI"
         return "✔ all" if cells.proven(recorded, version, backport.name,
                                        bool(backport.cpu_check)) else "✔ ci"

@@ -75,7 +75,7 @@ def check(name, cpu_check):
     if release < backport.first_affected:
         record(name, "state", "not covered")
         pytest.skip("torch %s predates %s (%s)" % (EXPECTED, name, backport.affects()))
-    if backport.needed_by(release) and ci_plan.stock_run_here(backport, release):
+    if backport.needed_by(release) and ci_plan.stock_run_here(backport, release, cpu_check):
         stock = reproduce(name, stock=True, cpu_check=cpu_check)
         wanted = backport.cpu_check_symptom if cpu_check else backport.symptom
         assert stock.outcome == _verify.CRASHED and stock.symptom, (
