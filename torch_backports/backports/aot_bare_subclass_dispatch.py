@@ -12,6 +12,7 @@ Upstream:
   >>> torch.compile(lambda a, b: a @ b, backend="aot_eager")(a, torch.randn(4, 5))
   TypeError: Multiple dispatch failed for 'torch._ops.aten.mm.default'; all
   __torch_dispatch__ handlers returned NotImplemented            # 2.11 - 2.14
+  (with inductor: 'torch._ops.aten.mm.out', from its extern mm kernel)
 
 AOTAutograd runs the traced graph under _AnalyzeCustomOpInputOutputMode, a
 dispatch mode that checks custom ops for aliasing. Its __torch_dispatch__
@@ -105,12 +106,23 @@ class OnlyTorchFunction(torch.Tensor):
 def f(a, b):
     return (a @ b).relu() + 1
 
-for cls in (Plain, OnlyTorchFunction):
-    a = torch.randn(3, 4).as_subclass(cls)
-    b = torch.randn(4, 5)
-    want = f(a, b)
-    got = torch.compile(f, backend="aot_eager", fullgraph=True)(a, b)
-    torch.testing.assert_close(got.as_subclass(torch.Tensor), want.as_subclass(torch.Tensor))
+# aot_eager fails at aten.mm.default; inductor at aten.mm.out, from its extern
+# mm kernel (the issue's report), where a C++ compiler builds the rest.
+backends = ["aot_eager"]
+try:
+    from torch._inductor import cpp_builder
+    cpp_builder.get_cpp_compiler()
+    backends.append("inductor")
+except Exception:
+    pass
+for backend in backends:
+    for cls in (Plain, OnlyTorchFunction):
+        torch._dynamo.reset()
+        a = torch.randn(3, 4).as_subclass(cls)
+        b = torch.randn(4, 5)
+        want = f(a, b)
+        got = torch.compile(f, backend=backend, fullgraph=True)(a, b)
+        torch.testing.assert_close(got.as_subclass(torch.Tensor), want.as_subclass(torch.Tensor))
 """
 
 BACKPORT = Backport(
@@ -127,15 +139,18 @@ BACKPORT = Backport(
     reproducer=REPRODUCER,
     symptom="Multiple dispatch failed for 'torch._ops.aten.mm",
     readme_symptom=(
-        "`TypeError: Multiple dispatch failed for 'torch._ops.aten.mm.default'` when "
-        "compiling with a tensor subclass that has no `__torch_dispatch__` (a bare `class "
+        "`TypeError: Multiple dispatch failed for 'torch._ops.aten.mm.default'` "
+        "(`aten.mm.out` with inductor) when compiling with a tensor subclass that has no `__torch_dispatch__` (a bare `class "
         "T(torch.Tensor)`, torchvision's `tv_tensors`)"
     ),
     readme_fix=(
         "2.15's condition in `_AnalyzeCustomOpInputOutputMode.__torch_dispatch__`: the "
         "mode defers only to a non-fake tensor whose type has its own "
         '`__torch_dispatch__`. On 2.11 – 2.13, which have no `is_fake_tensor`, "fake" is '
-        "`isinstance(…, FakeTensor)`, what that function answers there. Not yet carried: "
-        "the PR's own tests beyond the reproducer's two subclass kinds."
+        "`isinstance(…, FakeTensor)`, what that function answers there. The "
+        "reproducer covers what the PR describes: a bare subclass and a "
+        "`__torch_function__`-only one, through `aot_eager` (`aten.mm.default`) and "
+        "inductor (its extern mm's `aten.mm.out`); pointwise ops, which inductor never "
+        "re-dispatches, compiled before the fix too."
     ),
 )
