@@ -285,12 +285,14 @@ def _verify_command(names: List[str], as_json: bool, anyway: bool = False,
 def _diff_command(names: List[str], as_json: bool) -> int:
     """Apply the backports in a new process, as status does, and show what
     each changed (docs/diff.md)."""
-    unknown = [name for name in names if name not in _registry.names()]
+    unknown = [name for name in names if _registry.canonical(name) is None]
     if unknown:
         print("torch-backports diff: no backport named %s; known: %s"
               % (", ".join(map(repr, unknown)), ", ".join(_registry.names())), file=sys.stderr)
         return 2
-    chosen = list(dict.fromkeys(names)) or list(_registry.names())
+    # Names as the opt-out and require() match them: any case, '_' or '-'.
+    chosen = list(dict.fromkeys(_registry.canonical(name) for name in names)) \
+        or list(_registry.names())
     version = _environment.torch_version()
     result = None
     if version is not None:

@@ -84,4 +84,6 @@ def _names(raw: str, known: Collection[str]) -> Tuple[FrozenSet[str], Tuple[str,
 
 
 def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
+    from ._registry import key
+
+    return key(name)

@@ -78,6 +78,23 @@ def names() -> Tuple[str, ...]:
     return tuple(entry[0] for entry in BACKPORTS)
 
 
+def key(name: str) -> str:
+    """How a name the user typed is matched: any case, with '_' and '-'
+    alike, since users type them from memory."""
+    return name.strip().lower().replace("_", "-")
+
+
+_BY_KEY: "dict[str, str]" = {}
+
+
+def canonical(name: str) -> "str | None":
+    """The registry's spelling of the backport `name` matches (key()), or
+    None if it matches none."""
+    if not _BY_KEY:
+        _BY_KEY.update((key(entry[0]), entry[0]) for entry in BACKPORTS)
+    return _BY_KEY.get(key(name))
+
+
 def target(name: str) -> str:
     return _entry(name)[1]
 

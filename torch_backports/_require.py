@@ -87,8 +87,7 @@ def _message(missing: Mapping[str, Tuple[str, str]]) -> str:
 _by_key: Dict[str, str] = {}
 
 
-def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
+_key = _registry.key
 
 
 def _resolve(names: Sequence[str]) -> Tuple[List[str], List[str]]:

@@ -174,12 +174,11 @@ def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
     """The backports to run: `names`, or those this torch needs (all of
     them if its release cannot be read)."""
     if names:
-        known = {name.lower().replace("_", "-"): name for name in _registry.names()}
-        unknown = [n for n in names if n.lower().replace("_", "-") not in known]
+        unknown = [n for n in names if _registry.canonical(n) is None]
         if unknown:
             raise UnknownBackport("no backport named %s; known: %s"
                                   % (", ".join(unknown), ", ".join(_registry.names())))
-        return [known[n.lower().replace("_", "-")] for n in names]
+        return [_registry.canonical(n) for n in names]
     try:
         release = _versions.release_of(torch_version)
     except _versions.UnknownRelease:
