@@ -61,12 +61,16 @@ def stock_in_ci(backport, release: Release, cpu_check: bool = False,
     return stock_release(backport, ci) == release
 
 
+def everything() -> bool:
+    """Whether this run makes every run, not CI's selection: under
+    TORCH_BACKPORTS_STOCK_RUNS=all and in `tox -e matrix`."""
+    return bool(os.environ.get("TORCH_BACKPORTS_STOCK_RUNS") == "all"
+                or os.environ.get("TORCH_BACKPORTS_RESULTS_DIR"))
+
+
 def stock_run_here(backport, release: Release, cpu_check: bool = False) -> bool:
     """Whether the env of `release` makes `backport`'s stock run."""
-    if os.environ.get("TORCH_BACKPORTS_STOCK_RUNS") == "all" or os.environ.get(
-            "TORCH_BACKPORTS_RESULTS_DIR"):
-        return True
-    return stock_in_ci(backport, release, cpu_check)
+    return everything() or stock_in_ci(backport, release, cpu_check)
 
 
 def fixed_run_here(backport, release: Release) -> bool:
