@@ -68,6 +68,15 @@ def everything() -> bool:
                 or os.environ.get("TORCH_BACKPORTS_RESULTS_DIR"))
 
 
+def skip_outside_full_runs(what: str) -> None:
+    """Skip the calling test, which CI leaves to the full runs, unless this
+    is one (everything()); `what` says what CI runs instead."""
+    if not everything():
+        import pytest  # only tests call this; tools/ import this module too
+
+        pytest.skip("%s; TORCH_BACKPORTS_STOCK_RUNS=all or tox -e matrix runs this case" % what)
+
+
 def stock_run_here(backport, release: Release, cpu_check: bool = False) -> bool:
     """Whether the env of `release` makes `backport`'s stock run."""
     return everything() or stock_in_ci(backport, release, cpu_check)

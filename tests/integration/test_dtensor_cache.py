@@ -62,8 +62,8 @@ def ranks_in_this_run(nproc):
     with one rank (the program benchmarks/run.py's warm_dtensor row runs)
     run where every run is made (ci_plan.everything()). Each case is ~45 s
     of CPU (2.9.1, 2026-12-07)."""
-    if nproc == 1 and not ci_plan.everything():
-        pytest.skip("CI runs two ranks; TORCH_BACKPORTS_STOCK_RUNS=all runs one too")
+    if nproc == 1:
+        ci_plan.skip_outside_full_runs("CI runs two ranks")
 
 
 @pytest.mark.parametrize("nproc", [1, 2])

@@ -199,7 +199,7 @@ BACKPORT = Backport(
         "With `inductor-noop-copy-of-mutated-input` applied too, the known programs are "
         "already right (2.15 has both fixes), so its reproducer runs with that one off, "
         "stock and fixed. It changes generated code, so the cache keys name it (tested "
-        "warm-stock-then-fixed on 2.13.0, in the full runs). Not carried: 2.15's other reinplace.py changes "
-        "(`should_reinplace_index_put`, all-reduce), separate fixes."
+        "warm-stock-then-fixed on 2.13.0, in the full runs). Not carried: 2.15's other "
+        "reinplace.py changes (`should_reinplace_index_put`, all-reduce), separate fixes."
     ),
 )
