@@ -77,6 +77,13 @@ def skip_outside_full_runs(what: str) -> None:
         pytest.skip("%s; TORCH_BACKPORTS_STOCK_RUNS=all or tox -e matrix runs this case" % what)
 
 
+def together() -> bool:
+    """Whether the fixed runs of the reproducers are made in shared
+    interpreters (tests/integration/together.py): yes, unless
+    TORCH_BACKPORTS_TOGETHER=0 asks for one interpreter a run."""
+    return os.environ.get("TORCH_BACKPORTS_TOGETHER", "1") != "0"
+
+
 def stock_run_here(backport, release: Release, cpu_check: bool = False) -> bool:
     """Whether the env of `release` makes `backport`'s stock run."""
     return everything() or stock_in_ci(backport, release, cpu_check)

@@ -74,3 +74,10 @@ def installed():
     """Skip-proof guard: tests that start interpreters need the .pth installed."""
     assert pth_installed(), (
         "torch-backports is not pip-installed in %s; run the tests through tox" % SITE_PACKAGES)
+
+
+def pytest_collection_modifyitems(items):
+    """The longest test first: pytest-xdist hands tests out in collection
+    order, and the shared-interpreter fixed runs (minutes) started last
+    would leave a core idle at the end of the run."""
+    items.sort(key=lambda item: item.originalname != "test_fixed_runs_together")

@@ -104,6 +104,23 @@ def exception_line(stderr: str) -> str:
     return _exception_type(*_said(stderr))
 
 
+def run_env(scratch: str, disable: str = "", enable: Sequence[str] = ()) -> Dict[str, str]:
+    """This process's environment for a reproducer run in the folder
+    `scratch`: it is the run's TMPDIR and holds its inductor and triton
+    caches; TORCH_BACKPORTS_DISABLE is `disable` (unset if empty), and
+    TORCH_BACKPORTS_ENABLE adds the backports in `enable`: verify proves a
+    backport that is off by default with it on."""
+    env = {k: v for k, v in os.environ.items() if k != _config.ENV_DISABLE}
+    env.update(TMPDIR=scratch, TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor"),
+               TRITON_CACHE_DIR=os.path.join(scratch, "triton"))
+    if disable:
+        env[_config.ENV_DISABLE] = disable
+    if enable:
+        env[_config.ENV_ENABLE] = ",".join(
+            part for part in (env.get(_config.ENV_ENABLE, ""), *enable) if part)
+    return env
+
+
 def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
                    cpu_check: bool = False) -> Run:
     """Run `backport`'s reproducer (or, with `cpu_check`, its CPU check) in
@@ -115,15 +132,8 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
     programs compiled can hide a bug from them.
     """
     scratch = tempfile.mkdtemp(prefix="torch-backports-verify-")
-    env = {k: v for k, v in os.environ.items() if k != _config.ENV_DISABLE}
-    env.update(TMPDIR=scratch, TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor"),
-               TRITON_CACHE_DIR=os.path.join(scratch, "triton"))
-    if stock or backport.verify_without:
-        env[_config.ENV_DISABLE] = backport.disabled_when_verified(stock)
-    if backport.off_by_default and not stock:
-        # verify proves a backport that is off by default: it runs it on.
-        env[_config.ENV_ENABLE] = ",".join(
-            part for part in (env.get(_config.ENV_ENABLE, ""), backport.name) if part)
+    env = run_env(scratch, disable=backport.disabled_when_verified(stock),
+                  enable=[backport.name] if backport.off_by_default and not stock else [])
     started = time.monotonic()
     try:
         program = backport.cpu_check if cpu_check else backport.reproducer
@@ -134,18 +144,24 @@ def run_reproducer(backport: Backport, stock: bool, timeout: float = 1800.0,
         return Run(TIMED_OUT, "after %.0f s" % timeout, time.monotonic() - started, False)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    seconds = round(time.monotonic() - started, 1)
-    wanted = backport.cpu_check_symptom if cpu_check else backport.symptom
-    symptom = wanted in done.stderr or wanted in done.stdout
-    if done.returncode == 0:
-        return Run(OK, "", seconds, symptom, last_said(done.stdout))
-    if done.returncode == SKIP_EXIT:
-        said = [line for line in done.stdout.splitlines() if line.startswith("skipped:")]
+    return outcome_of(done.returncode, done.stdout, done.stderr,
+                      round(time.monotonic() - started, 1),
+                      backport.cpu_check_symptom if cpu_check else backport.symptom)
+
+
+def outcome_of(returncode: int, stdout: str, stderr: str, seconds: float, wanted: str) -> Run:
+    """The Run of a program that exited with `returncode` after printing
+    `stdout` and `stderr`; `wanted` is the symptom looked for in both."""
+    symptom = wanted in stderr or wanted in stdout
+    if returncode == 0:
+        return Run(OK, "", seconds, symptom, last_said(stdout))
+    if returncode == SKIP_EXIT:
+        said = [line for line in stdout.splitlines() if line.startswith("skipped:")]
         return Run(SKIPPED, said[-1][len("skipped:"):].strip() if said else "", seconds, symptom,
                    said[-1][:PRINTED] if said else "")
-    line, traced = _said(done.stderr)
+    line, traced = _said(stderr)
     return Run(CRASHED, _exception_type(line, traced), seconds, symptom,
-               line[:PRINTED] or last_said(done.stdout))
+               line[:PRINTED] or last_said(stdout))
 
 
 def judge(name: str, stock: Run, fixed: Run) -> Verdict:

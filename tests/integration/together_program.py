@@ -1,0 +1,127 @@
+"""Run reproducers one after another in this one interpreter, with every
+backport on, as a user's long-lived process has them.
+
+    python together_program.py PLAN.json
+
+PLAN.json maps each backport name to its reproducer's source. The parent
+(tests/integration/together.py) writes a name on stdin for each program to
+run, and reads one JSON line back on this process's original stdout:
+{"name", "returncode", "stdout", "stderr", "seconds"}, what `python -c
+PROGRAM` would have given it. An empty line ends the run.
+
+Each program runs as a fresh `__main__` module, in its own working and
+temporary folder (under this process's), with this process's environment,
+working folder, torch configs and dynamo caches put back afterwards: what one program sets must not
+decide how the next one runs. Torch stays imported, and so does every patch
+the .pth applied: that is the point. This script never imports
+torch_backports.
+"""
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import types
+
+
+def _config_modules():
+    """torch's config modules loaded so far (dynamo, inductor, functorch ...)."""
+    if "torch" not in sys.modules:
+        return []
+    try:
+        from torch.utils._config_module import ConfigModule
+    except ImportError:
+        return []
+    return [m for m in list(sys.modules.values()) if isinstance(m, ConfigModule)]
+
+
+def _snapshot():
+    return {
+        "environ": dict(os.environ),
+        "cwd": os.getcwd(),
+        "main": sys.modules["__main__"],
+        "argv": list(sys.argv),
+        "tempdir": tempfile.tempdir,
+        "configs": [(m, m.get_config_copy()) for m in _config_modules()],
+    }
+
+
+def _restore(saved):
+    os.chdir(saved["cwd"])
+    os.environ.clear()
+    os.environ.update(saved["environ"])
+    sys.modules["__main__"] = saved["main"]
+    sys.argv[:] = saved["argv"]
+    tempfile.tempdir = saved["tempdir"]
+    for module, config in saved["configs"]:
+        module.load_config(config)
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()
+
+
+# Every program's module, kept to the end: a program's temporary folders
+# (an inductor cache made with tempfile.TemporaryDirectory, say) must outlive
+# it, because inductor keeps paths into the first cache folder it used (the
+# C++ prefix header) for the life of the process, as it may in any process
+# whose cache folder never moves. The parent removes them all afterwards.
+_FINISHED = []
+
+
+def run(name, program):
+    """Run `program` as `python -c` would, in this process; what it gave."""
+    scratch = tempfile.mkdtemp(prefix="torch-backports-together-")
+    saved = _snapshot()
+    out, err = io.StringIO(), io.StringIO()
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    returncode = 0
+    started = time.monotonic()
+    try:
+        os.chdir(scratch)
+        os.environ["TMPDIR"] = tempfile.tempdir = scratch
+        sys.modules["__main__"] = main
+        sys.argv[:] = ["-c"]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                exec(compile(program, "<%s>" % name, "exec"), main.__dict__)
+            except SystemExit as leaving:
+                code = leaving.code
+                if code is None or isinstance(code, int):
+                    returncode = code or 0
+                else:
+                    print(code, file=sys.stderr)
+                    returncode = 1
+            except BaseException:  # noqa: B902 - a program's failure is its result
+                traceback.print_exc()
+                returncode = 1
+    finally:
+        seconds = time.monotonic() - started
+        _restore(saved)
+        _FINISHED.append(main)
+    return {"name": name, "returncode": returncode, "stdout": out.getvalue(),
+            "stderr": err.getvalue(), "seconds": round(seconds, 1)}
+
+
+def main(plan_path):
+    with open(plan_path) as plan_file:
+        plan = json.load(plan_file)
+    # The protocol gets the original stdout to itself; output written to
+    # file descriptor 1 below Python (C++ warnings, a child that inherits
+    # it) goes to stderr instead of into the protocol.
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            break
+        protocol.write(json.dumps(run(name, plan[name])) + "\n")
+        protocol.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
