@@ -81,3 +81,23 @@ def pytest_collection_modifyitems(items):
     order, and the shared-interpreter fixed runs (minutes) started last
     would leave a core idle at the end of the run."""
     items.sort(key=lambda item: item.originalname != "test_fixed_runs_together")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where a torch env's minutes went, one line a run: `time: TEST
+    SECONDS` for each reproducer test (its stock run, or its runs alone),
+    and `time: together NAME SECONDS` for each fixed run made together.
+    tools/ci_table.py reads them from a CI log."""
+    lines = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call" or "test_reproducers.py" not in report.nodeid:
+                continue
+            lines.append("time: %s %.1f" % (report.nodeid.split("::", 1)[1], report.duration))
+            for key, value in report.user_properties:
+                if key == "together":
+                    lines += ["time: together %s %.1f" % item for item in sorted(value.items())]
+    if lines:
+        terminalreporter.section("reproducer times")
+        for line in sorted(lines):
+            terminalreporter.write_line(line)

@@ -70,8 +70,35 @@ def test_verify_refuses_an_unknown_name_as_bad_usage(tmp_path):
     """With a (fake) torch present, an unknown NAME is bad usage: exit 2."""
     done = cli("verify", "no-such-backport", env={"PYTHONPATH": str(FAKE_TORCH)})
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert "no backport named no-such-backport" in done.stderr
+    assert "no backport named 'no-such-backport'" in done.stderr
+    assert "did you mean" not in done.stderr  # nothing is near it
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["verify", "diff"])
+def test_a_misspelt_name_gets_the_nearest_one_not_the_catalogue(command):
+    done = cli(command, "fx_graph_cache_pickles", env={"PYTHONPATH": str(FAKE_TORCH)})
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert ("no backport named 'fx_graph_cache_pickles' (did you mean "
+            "'fx-graph-cache-pickling'?)") in done.stderr
+    assert "einops-allow-in-graph" not in done.stderr  # not all the names
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("typed, meant", [("veryfy", "verify"), ("stauts", "status"),
+                                          ("chek", "check"), ("dif", "diff")])
+def test_a_misspelt_command_is_an_unknown_command(typed, meant):
+    done = cli(typed)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "unknown command %r; did you mean %r?" % (typed, meant) in done.stderr
+    assert "unrecognized arguments" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unknown_command_far_from_any():
+    done = cli("frobnicate")
+    assert done.returncode == 2
+    assert "unknown command 'frobnicate'" in done.stderr and "did you mean" not in done.stderr
+    assert "status, check, verify, diff" in done.stderr
 
 
 @pytest.mark.parametrize("args", [["--json"], ["-v"], ["--no-probe"], ["-v", "--no-probe"]])

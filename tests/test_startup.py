@@ -92,6 +92,17 @@ def test_unknown_name_is_a_warning_on_our_logger():
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("variable", ["TORCH_BACKPORTS_DISABLE", "TORCH_BACKPORTS_ENABLE"])
+def test_a_misspelt_name_in_the_variables_gets_the_nearest_one(variable):
+    code = "import logging; logging.basicConfig(format='%(name)s:%(levelname)s:%(message)s')\n"
+    done = run_python(code + REPORT, env={"FAKE_TORCH_VERSION": "2.10.0",
+                                          variable: "fx-graph-cache-pickles"},
+                      fake_torch=True)
+    assert ("%s names no backport 'fx-graph-cache-pickles'; did you mean "
+            "'fx-graph-cache-pickling'?" % variable) in done.stderr
+    assert "einops-allow-in-graph" not in done.stderr
+
+
 def test_opt_out_is_read_when_inductor_loads():
     code = "import os; os.environ['TORCH_BACKPORTS_DISABLE'] = '1'\n" + REPORT
     result, _ = report({"FAKE_TORCH_VERSION": "2.10.0"}, code=code)
@@ -238,3 +249,15 @@ def test_turning_everything_off_after_torch_imported_is_read_per_target():
     result, _ = report({"FAKE_TORCH_VERSION": "2.10.0"}, code=code)
     assert result["startup"] == "armed"
     assert state_of(result)[0] == "disabled" and not result["patched"]
+
+
+@pytest.mark.parametrize("disable", ["1", "fx-graph-cache-pickling"])
+@pytest.mark.parametrize("version, state", [
+    ("2.10.0", "disabled"),        # needs the fix: the opt-out is what keeps it off
+    ("2.11.0", "not needed"),      # ships the fix: opting out changes nothing
+    ("2.5.1", "not covered"),      # predates the bug
+])
+def test_an_opt_out_reads_disabled_only_where_the_fix_is_needed(disable, version, state):
+    result, _ = report({"FAKE_TORCH_VERSION": version, "TORCH_BACKPORTS_DISABLE": disable})
+    assert state_of(result)[0] == state, state_of(result)
+    assert not result["patched"]

@@ -168,6 +168,35 @@ def test_runs_go_in_parallel_and_verdicts_keep_their_order(monkeypatch):
     assert len(lines) == 4 and lines[-1].startswith("[4/4] ")
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_long_run_gets_a_line_at_least_every_heartbeat(monkeypatch, jobs):
+    import time as clock
+
+    def slow_run(backport, stock, timeout=0, cpu_check=False):
+        clock.sleep(0.5)
+        return _verify.Run("ok", "", 0.5, False)
+
+    monkeypatch.setattr(_verify, "HEARTBEAT", 0.1)
+    monkeypatch.setattr(_verify, "run_reproducer", slow_run)
+    monkeypatch.setattr(_verify._registry, "load", lambda name: Backport(
+        name=name, summary="", upstream=(), first_affected=(2, 0, 0), first_fixed=(3, 0, 0),
+        apply=lambda m, r: (lambda: None), reproducer="", symptom=""))
+    lines = []
+    _verify.verify(["a"], "2.13.0", lines.append, jobs=jobs, chosen=["a"])
+    beats = [line for line in lines if line.startswith("  still running: a, ")]
+    assert len(beats) >= 2, lines
+    assert lines[-1].startswith("[2/2] a, ")
+
+
+def test_a_crash_a_program_explains_keeps_its_whole_line():
+    """A program that says what ended its child ("... exit status -11")
+    keeps that line whole in its result, which verify's progress prints."""
+    said = ("register_hook on a view whose base changed in place ended the process with exit "
+            "status -11\n")
+    run = _verify.outcome_of(1, "", said, 1.0, "exit status -11")
+    assert run.describe().endswith("exit status -11") and run.symptom
+
+
 def test_default_jobs_is_the_usable_cores():
     assert _verify.default_jobs() >= 1
 

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Callable, Dict, Optional
 
 from . import _CONTAINED, _config, _hooks, _patching, _records, _registry, _versions
-from ._backport import Release, Revert, affects, format_release
+from ._backport import Release, Revert, format_release
 
 logger = logging.getLogger("torch_backports")
 
@@ -73,19 +73,25 @@ def apply(name: str, module: ModuleType) -> str:
         version = running_torch_version()
         opt_out = _config.read_opt_out(_registry.names())
         _note_unknown(_config.ENV_DISABLE, opt_out.unknown)
-        if opt_out.disables(name):
-            return _set(name, _records.DISABLED, opt_out.describe(), version)
         try:
             release = _versions.release_of(getattr(sys.modules.get("torch"), "__version__", None))
         except _versions.UnknownRelease as exc:
+            if opt_out.disables(name):
+                return _set(name, _records.DISABLED, opt_out.describe(), version)
             return _fail(name, str(exc), version)
+        # Before the opt-out: a fix this torch ships reads "not needed",
+        # opted out or not, as require() says.
         gated = _gate(name, release, version)
         if gated is not None:
             return gated
+        if opt_out.disables(name):
+            return _set(name, _records.DISABLED, opt_out.describe(), version)
         backport = _registry.load(name)
+        # Read for every backport, not only those off by default, so that a
+        # misspelt name is reported whichever target torch imports first.
+        enabled, unknown = _config.read_opt_in(_registry.names())
+        _note_unknown(_config.ENV_ENABLE, unknown)
         if backport.off_by_default:
-            enabled, unknown = _config.read_opt_in(_registry.names())
-            _note_unknown(_config.ENV_ENABLE, unknown)
             if name not in enabled:
                 return _set(name, _records.OFF, "off by default: %s; %s=%s turns it on"
                             % (backport.off_by_default, _config.ENV_ENABLE, name), version)
@@ -123,8 +129,8 @@ def _note_unknown(variable: str, unknown: "tuple[str, ...]") -> None:
     """Warn once per process of each part of `variable` that names no backport."""
     for part in unknown:
         if _records.add_note("%s names no backport: %r" % (variable, part)):
-            logger.warning("%s names no backport %r; known backports: %s",
-                           variable, part, ", ".join(_registry.names()))
+            logger.warning("%s names no backport %r%s (`torch-backports status` lists them)",
+                           variable, part, _registry.did_you_mean(part))
 
 
 def _refused(name: str, exc: Exception, version: Optional[str]) -> str:
@@ -139,14 +145,8 @@ def _gate(name: str, release: Release, version: Optional[str]) -> Optional[str]:
     """Record and return the state of a release outside the affected range,
     read from the registry, not the backport's module; None for a release
     the backport must patch."""
-    first_affected, first_fixed = _registry.releases(name)
-    if release < first_affected:
-        return _set(name, _records.NOT_COVERED, "torch %s predates the affected releases (%s)"
-                    % (format_release(release), affects(first_affected, first_fixed)), version)
-    if release >= first_fixed:
-        return _set(name, _records.NOT_NEEDED, "torch %s ships the fix (since %s)"
-                    % (format_release(release), format_release(first_fixed)), version)
-    return None
+    judged = _records.outside(name, release)
+    return None if judged is None else _set(name, judged[0], judged[1], version)
 
 
 def settle(name: str) -> str:

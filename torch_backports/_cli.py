@@ -197,6 +197,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     # `status` is the default command, options and all: `torch-backports
     # --json` is `torch-backports status --json`.
     if not set(argv) & (set(subparsers) | {"-h", "--help", "--version"}):
+        # ... but a word where the command goes is a command misspelt
+        # (status takes no words), not an argument of status.
+        words = [arg for arg in argv if not arg.startswith("-")]
+        if words:
+            import difflib
+
+            close = difflib.get_close_matches(words[0], list(subparsers), n=1, cutoff=0.5)
+            parser.error("unknown command %r; %s" % (words[0], (
+                "did you mean %r?" % close[0] if close
+                else "the commands are %s" % ", ".join(subparsers))))
         argv.insert(0, "status")
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own usage, not the top-level one
@@ -256,7 +266,8 @@ def _verify_command(names: List[str], as_json: bool, anyway: bool = False,
     if chosen:
         workers = min(jobs or _verify.default_jobs(), 2 * len(chosen))
         print("torch-backports verify: torch %s, %d reproducer(s), each run twice in a new "
-              "interpreter, %d at a time; this takes minutes."
+              "interpreter, %d at a time; this takes minutes, and longer on a busy machine, "
+              "where -j 1 runs one at a time."
               % (version, len(chosen), workers), file=sys.stderr)
     verdicts = _verify.verify(names, version,
                               lambda line: print("  " + line, file=sys.stderr, flush=True),
@@ -287,8 +298,7 @@ def _diff_command(names: List[str], as_json: bool) -> int:
     each changed (docs/diff.md)."""
     unknown = [name for name in names if _registry.canonical(name) is None]
     if unknown:
-        print("torch-backports diff: no backport named %s; known: %s"
-              % (", ".join(map(repr, unknown)), ", ".join(_registry.names())), file=sys.stderr)
+        print("torch-backports diff: " + _registry.unknown_names(unknown), file=sys.stderr)
         return 2
     # Names as the opt-out and require() match them: any case, '_' or '-'.
     chosen = list(dict.fromkeys(_registry.canonical(name) for name in names)) \

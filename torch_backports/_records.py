@@ -40,12 +40,39 @@ def set_state(name: str, state: str, reason: str, torch: Optional[str] = None) -
         _outcomes[name] = (state, reason, torch)
 
 
+def outside(name: str, release: "tuple[int, int, int]") -> Optional[Tuple[str, str]]:
+    """(state, reason) of backport `name` on a `release` outside its
+    affected range, read from the registry: not covered, or not needed;
+    None for a release the backport must patch."""
+    from ._backport import affects, format_release
+
+    first_affected, first_fixed = _registry.releases(name)
+    if release < first_affected:
+        return (NOT_COVERED, "torch %s predates the affected releases (%s)"
+                % (format_release(release), affects(first_affected, first_fixed)))
+    if release >= first_fixed:
+        return (NOT_NEEDED, "torch %s ships the fix (since %s)"
+                % (format_release(release), format_release(first_fixed)))
+    return None
+
+
 def get(name: str) -> Outcome:
     with _lock:
         found = _outcomes.get(name)
     if found is not None:
         return found
     if sys.modules[__package__]._startup_state == "disabled":
+        # A fix this torch ships, or a bug it predates, reads as such: the
+        # opt-out changes nothing there, and require() says the same.
+        from . import _versions
+
+        version = getattr(sys.modules.get("torch"), "__version__", None)
+        try:
+            judged = outside(name, _versions.release_of(version))
+        except _versions.UnknownRelease:
+            judged = None
+        if judged is not None:
+            return judged + (version,)
         return (DISABLED, "TORCH_BACKPORTS_DISABLE turned every backport off when torch was "
                 "imported, so none was armed in this process", None)
     return (PENDING, "its target %s has not been imported in this process"

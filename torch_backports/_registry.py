@@ -11,7 +11,7 @@ process that never reaches its target.
 from __future__ import annotations
 
 import importlib
-from typing import Tuple
+from typing import Sequence, Tuple
 
 from ._backport import Backport, Release
 
@@ -93,6 +93,34 @@ def canonical(name: str) -> "str | None":
     if not _BY_KEY:
         _BY_KEY.update((key(entry[0]), entry[0]) for entry in BACKPORTS)
     return _BY_KEY.get(key(name))
+
+
+def nearest(name: str) -> "str | None":
+    """The registered name closest to `name`, which matches none; None if
+    nothing is near it."""
+    import difflib  # only for a name that matched nothing: ~1 ms to import
+
+    canonical("")  # fills _BY_KEY
+    close = difflib.get_close_matches(key(name), list(_BY_KEY), n=1, cutoff=0.6)
+    return _BY_KEY[close[0]] if close else None
+
+
+def did_you_mean(name: str) -> str:
+    """"; did you mean 'x'?" for a `name` that matches no backport, or ""
+    when no registered name is near it."""
+    close = nearest(name)
+    return "; did you mean %r?" % close if close else ""
+
+
+def unknown_names(names: Sequence[str]) -> str:
+    """What a command says of `names` that match no backport: each with the
+    nearest registered name, not the whole catalogue."""
+    def one(name: str) -> str:
+        close = nearest(name)
+        return repr(name) + (" (did you mean %r?)" % close if close else "")
+
+    return "no backport named %s; `torch-backports status` lists them" % ", ".join(
+        map(one, names))
 
 
 def target(name: str) -> str:

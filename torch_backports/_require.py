@@ -82,25 +82,15 @@ def _message(missing: Mapping[str, Tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-# The registry's names by their spelling-free key (lower case, '_' as '-'),
-# as TORCH_BACKPORTS_DISABLE matches them; built at the first call.
-_by_key: Dict[str, str] = {}
-
-
-_key = _registry.key
-
-
 def _resolve(names: Sequence[str]) -> Tuple[List[str], List[str]]:
     """The registry names among `names`, in order and once each, and the
     names that match no backport, as given."""
-    if not _by_key:
-        _by_key.update((_key(name), name) for name in _registry.names())
     known: List[str] = []
     unknown: List[str] = []
     for name in names:
         if not isinstance(name, str):
             raise TypeError("require() takes backport names as str, not %s" % type(name).__name__)
-        found = _by_key.get(_key(name))
+        found = _registry.canonical(name)
         if found is None:
             if name not in unknown:
                 unknown.append(name)
@@ -110,10 +100,7 @@ def _resolve(names: Sequence[str]) -> Tuple[List[str], List[str]]:
 
 
 def _unknown_reason(name: str) -> str:
-    import difflib  # only on this path: ~1 ms to import
-
-    close = difflib.get_close_matches(_key(name), list(_by_key), n=3, cutoff=0.6)
-    hint = "; did you mean %s?" % " or ".join(repr(_by_key[k]) for k in close) if close else ""
+    hint = _registry.did_you_mean(name)
     return ("torch-backports %s has no backport of that name (a newer torch-backports may have "
             "it; `torch-backports status` lists these)%s"
             % (sys.modules[__package__].__version__, hint))
@@ -154,7 +141,7 @@ def require(*names: str) -> None:
         if name in unknown:
             missing[name] = (UNKNOWN, _unknown_reason(name))
             continue
-        name = _by_key[_key(name)]
+        name = _registry.canonical(name)
         if name in missing:
             continue
         state, reason = _state(name, failures.get(name), package, version, release)

@@ -71,6 +71,9 @@ class Verdict(NamedTuple):
 # A run's `printed` line is cut to this many characters.
 PRINTED = 400
 
+# verify prints a line at least this often (seconds) while a run goes on.
+HEARTBEAT = 30.0
+
 
 def _said(output: str) -> Tuple[str, bool]:
     """The exception line of the last traceback in `output`, whole, and
@@ -88,8 +91,10 @@ def _said(output: str) -> Tuple[str, bool]:
 def _exception_type(line: str, traced: bool) -> str:
     if traced:
         match = re.match(r"([A-Za-z_][\w.]*)(:|$)", line)
-        return match.group(1).rsplit(".", 1)[-1] if match else line[:80]
-    return line[:80] or "no output"
+        return match.group(1).rsplit(".", 1)[-1] if match else line[:PRINTED]
+    # A line a program printed of its own failure is kept whole (to
+    # PRINTED): its end often says what happened ("... exit status -11").
+    return line[:PRINTED] or "no output"
 
 
 def last_said(output: str) -> str:
@@ -192,8 +197,7 @@ def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
     if names:
         unknown = [n for n in names if _registry.canonical(n) is None]
         if unknown:
-            raise UnknownBackport("no backport named %s; known: %s"
-                                  % (", ".join(unknown), ", ".join(_registry.names())))
+            raise UnknownBackport(_registry.unknown_names(unknown))
         return [_registry.canonical(n) for n in names]
     try:
         release = _versions.release_of(torch_version)
@@ -258,22 +262,52 @@ def _run_all(backports: Dict[str, Backport], tasks: List[_Task], jobs: Optional[
                              "stock torch (%s=%s)" % (_config.ENV_DISABLE, name)
                              if stock else "with torch-backports")
 
+    running: Dict[_Task, float] = {}  # task -> when it started
+    last_said = [time.monotonic()]
+
+    def say(line: str) -> None:  # with `lock` held
+        last_said[0] = time.monotonic()
+        progress(line)
+
     def one(task: _Task) -> None:
         name, stock, cpu_check = task
+        with lock:
+            running[task] = time.monotonic()
         run = run_reproducer(backports[name], stock, cpu_check=cpu_check)
         with lock:
+            del running[task]
             results[task] = run
-            progress("[%d/%d] %s: %s (%.1f s)" % (len(results), total, describe(task),
-                                                   run.describe(), run.seconds))
+            say("[%d/%d] %s: %s (%.1f s)" % (len(results), total, describe(task),
+                                              run.describe(), run.seconds))
 
-    workers = max(1, min(jobs or default_jobs(), total or 1))
-    if workers == 1:
-        for task in tasks:
-            progress("[%d/%d] %s ..." % (len(results) + 1, total, describe(task)))
-            one(task)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(one, tasks))
+    done = threading.Event()
+
+    def heartbeat() -> None:
+        """A line at least every HEARTBEAT seconds while runs go on: a
+        compile can take minutes on a busy machine."""
+        while not done.wait(HEARTBEAT / 5):
+            with lock:
+                now = time.monotonic()
+                if running and now - last_said[0] >= HEARTBEAT:
+                    say("  still running: " + "; ".join(
+                        "%s (%.0f s)" % (describe(task), now - began)
+                        for task, began in sorted(running.items(), key=lambda item: item[1])))
+
+    ticker = threading.Thread(target=heartbeat, daemon=True)
+    ticker.start()
+    try:
+        workers = max(1, min(jobs or default_jobs(), total or 1))
+        if workers == 1:
+            for task in tasks:
+                with lock:
+                    say("[%d/%d] %s ..." % (len(results) + 1, total, describe(task)))
+                one(task)
+        else:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(one, tasks))
+    finally:
+        done.set()
+        ticker.join()
     return results
 
 

@@ -88,7 +88,7 @@ def together_here():
             and together.runs_alone(b) is None]
 
 
-def test_fixed_runs_together():
+def test_fixed_runs_together(record_property):
     """Every reproducer that can share an interpreter passes with
     torch-backports, all of them in two interpreters with every backport on.
     A run that fails there is made again alone, and the message says
@@ -99,6 +99,7 @@ def test_fixed_runs_together():
     if not backports:
         pytest.skip("no fixed run is made together here")
     runs = together.run_together(backports)
+    record_property("together", {name: run.seconds for name, run in runs.items()})
     failed = []
     for backport in backports:
         run = runs[backport.name]

@@ -103,7 +103,9 @@ class _Interpreter:
         self.timed_out = False
         with open(log, "w") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, str(PROGRAM), str(plan)], env=env, cwd=str(plan.parent),
+                [sys.executable, "-c", "import sys; sys.path.insert(0, %r); import %s; %s.main(%r)"
+                 % (str(PROGRAM.parent), PROGRAM.stem, PROGRAM.stem, str(plan))],
+                env=env, cwd=str(plan.parent),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
 
     def ask(self, name: str, timeout: float) -> Optional[dict]:

@@ -1,7 +1,10 @@
 """Run reproducers one after another in this one interpreter, with every
 backport on, as a user's long-lived process has them.
 
-    python together_program.py PLAN.json
+    python -c "import together_program; together_program.main('PLAN.json')"
+
+(imported, not run as a script: each program runs in `__main__`, which
+must not be this module.)
 
 PLAN.json maps each backport name to its reproducer's source. The parent
 (tests/integration/together.py) writes a name on stdin for each program to
@@ -9,7 +12,10 @@ run, and reads one JSON line back on this process's original stdout:
 {"name", "returncode", "stdout", "stderr", "seconds"}, what `python -c
 PROGRAM` would have given it. An empty line ends the run.
 
-Each program runs as a fresh `__main__` module, in its own working and
+Each program runs in a fresh namespace of the one `__main__` module (torch
+keeps references to modules by name: dynamo's guards look `__main__` up
+again, so a second `__main__` object would hide the program's globals from
+them), in its own working and
 temporary folder (under this process's), with this process's environment,
 working folder, torch configs and dynamo caches put back afterwards: what one program sets must not
 decide how the next one runs. Torch stays imported, and so does every patch
@@ -17,6 +23,7 @@ the .pth applied: that is the point. This script never imports
 torch_backports.
 """
 
+import builtins
 import contextlib
 import io
 import json
@@ -25,7 +32,6 @@ import sys
 import tempfile
 import time
 import traceback
-import types
 
 
 def _config_modules():
@@ -43,7 +49,6 @@ def _snapshot():
     return {
         "environ": dict(os.environ),
         "cwd": os.getcwd(),
-        "main": sys.modules["__main__"],
         "argv": list(sys.argv),
         "tempdir": tempfile.tempdir,
         "configs": [(m, m.get_config_copy()) for m in _config_modules()],
@@ -54,7 +59,6 @@ def _restore(saved):
     os.chdir(saved["cwd"])
     os.environ.clear()
     os.environ.update(saved["environ"])
-    sys.modules["__main__"] = saved["main"]
     sys.argv[:] = saved["argv"]
     tempfile.tempdir = saved["tempdir"]
     for module, config in saved["configs"]:
@@ -64,7 +68,7 @@ def _restore(saved):
         dynamo.reset()
 
 
-# Every program's module, kept to the end: a program's temporary folders
+# Every program's namespace, kept to the end: a program's temporary folders
 # (an inductor cache made with tempfile.TemporaryDirectory, say) must outlive
 # it, because inductor keeps paths into the first cache folder it used (the
 # C++ prefix header) for the life of the process, as it may in any process
@@ -77,14 +81,16 @@ def run(name, program):
     scratch = tempfile.mkdtemp(prefix="torch-backports-together-")
     saved = _snapshot()
     out, err = io.StringIO(), io.StringIO()
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = __builtins__
+    main = sys.modules["__main__"]
+    own = dict(main.__dict__)
+    main.__dict__.clear()
+    main.__dict__.update(__name__="__main__", __doc__=None, __package__=None, __spec__=None,
+                         __loader__=own.get("__loader__"), __builtins__=builtins)
     returncode = 0
     started = time.monotonic()
     try:
         os.chdir(scratch)
         os.environ["TMPDIR"] = tempfile.tempdir = scratch
-        sys.modules["__main__"] = main
         sys.argv[:] = ["-c"]
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -102,7 +108,9 @@ def run(name, program):
     finally:
         seconds = time.monotonic() - started
         _restore(saved)
-        _FINISHED.append(main)
+        _FINISHED.append(dict(main.__dict__))
+        main.__dict__.clear()
+        main.__dict__.update(own)
     return {"name": name, "returncode": returncode, "stdout": out.getvalue(),
             "stderr": err.getvalue(), "seconds": round(seconds, 1)}
 
@@ -121,7 +129,3 @@ def main(plan_path):
             break
         protocol.write(json.dumps(run(name, plan[name])) + "\n")
         protocol.flush()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])

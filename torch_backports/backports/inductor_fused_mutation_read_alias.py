@@ -4,8 +4,8 @@ positions.
 
 Upstream:
   https://github.com/pytorch/pytorch/issues/198270   the bug (high priority)
-  The fix is in torch 2.15.0 (read from its wheel); the search tool found no
-  pull request for it, so the issue is the reference.
+  The fix is in torch 2.15.0 (read from its wheel); no pull request is
+  known for it, so the issue is the reference.
 
 A silent wrong result, on the CPU and on CUDA:
 

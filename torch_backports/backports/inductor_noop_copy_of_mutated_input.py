@@ -9,8 +9,8 @@ Upstream:
   when one of its users runs after the input's first copy_) and #198260
   (keep the clone in reinplacing when another argument of the node overlaps
   what it writes) are both unlike 2.15.0's remove_noop_ops, and 2.15.0's
-  reinplace.py has no part of #198260. The search tool found no pull request
-  for the code 2.15.0 has, so the issues are the reference.
+  reinplace.py has no part of #198260. No pull request is known for the
+  code 2.15.0 has, so the issues are the reference.
 
 Silent wrong results, on the CPU and on CUDA:
 
