@@ -144,3 +144,21 @@ def test_verify_jobs_must_be_a_positive_number(jobs):
     assert done.returncode == 2
     assert "expected a whole number of at least 1" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_module_holding_the_replaced_code_is_a_defect_status_and_check_report():
+    """A module imported before the patch that bound the shipped function
+    under its own name (torch_backports._stale): status says so, check fails."""
+    env = {"PYTHONPATH": str(FAKE_TORCH), "FAKE_TORCH_FAULT": "stale-holder"}
+    status = cli("status", "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    (row,) = [r for r in json.loads(status.stdout)["backports"]
+              if r["name"] == "fx-graph-cache-pickling"]
+    assert row["state"] == "applied"
+    assert row["stale"] == ["torch._inductor._stale_holder.dumps"]
+    assert "torch._inductor._stale_holder.dumps still holds the code it replaced" in row["reason"]
+    check = cli("check", env=env)
+    assert check.returncode == 1
+    assert "still holds the code it replaced" in check.stdout
+    clean = cli("status", "--json", env={"PYTHONPATH": str(FAKE_TORCH)})
+    assert all(r["stale"] == [] for r in json.loads(clean.stdout)["backports"])

@@ -61,6 +61,18 @@ def test_a_fix_torch_ships_passes_even_with_torch_backports_off():
     assert require(FX, env={"FAKE_TORCH_VERSION": "2.11.0", "TORCH_BACKPORTS_DISABLE": "1"})["ok"]
 
 
+@pytest.mark.parametrize("version, ok", [("2.11.0a0+git8145d63", True), ("2.11.0rc1", True),
+                                         ("2.11.0", True)])
+def test_require_agrees_with_status_on_a_build_judged_by_its_code(version, ok):
+    """On a pre-release of the fix's release the patch decides, and require
+    says what status says; under TORCH_BACKPORTS_DISABLE=1 the fix is then
+    not in effect (the release number alone does not say it ships)."""
+    result = require(FX, env={"FAKE_TORCH_VERSION": version})
+    assert result["ok"] is ok, result
+    off = require(FX, env={"FAKE_TORCH_VERSION": version, "TORCH_BACKPORTS_DISABLE": "1"})
+    assert off["ok"] is (version == "2.11.0"), off
+
+
 def test_names_are_matched_as_the_opt_out_matches_them():
     assert require("FX_Graph_Cache_Pickling", " fx-graph-cache-pickling ")["ok"]
 

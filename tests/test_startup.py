@@ -45,6 +45,15 @@ def state_of(result):
     ("2.11.0", "not needed", False),
     ("2.13.0+cpu", "not needed", False),
     ("2.5.1", "not covered", False),
+    # A pre-release, dev or source build of the first fixed release (2.11.0)
+    # may predate the fix: its code decides, and the fake's code, which the
+    # wrapper recognises, is patched.
+    ("2.11.0a0+git8145d63", "applied", True),
+    ("2.11.0rc1", "applied", True),
+    ("2.11.0.dev20260101", "applied", True),
+    # Past the first fixed release, the release decides, however built.
+    ("2.12.0a0+git8145d63", "not needed", False),
+    ("2.11.0+cu128", "not needed", False),
 ])
 def test_release_decides(version, state, patched):
     result, done = report({"FAKE_TORCH_VERSION": version})

@@ -215,3 +215,17 @@ def test_a_gpu_reproducer_that_skips_is_proven_by_its_cpu_check(monkeypatch):
     verdicts = _verify.verify([], "2.13.0", lambda line: None, jobs=2, chosen=["gpu", "other"])
     assert [(v.name, v.verdict) for v in verdicts] == [
         ("gpu", "CPU check: fixed"), ("other", "skipped: needs a CUDA GPU")]
+
+
+def test_a_pre_release_of_the_fix_release_runs_its_reproducer():
+    """verify's default selection on 2.11.0a0+git...: the fixes first
+    released in 2.11.0 may be missing from it, so their reproducers run;
+    on the release 2.11.0 they do not."""
+    fixed_in_2_11 = [n for n in _verify._registry.names()
+                     if _verify._registry.releases(n)[1] == (2, 11, 0)]
+    assert fixed_in_2_11
+    pre = _verify.selected([], "2.11.0a0+git8145d63")
+    release = _verify.selected([], "2.11.0")
+    assert set(fixed_in_2_11) <= set(pre) and not set(fixed_in_2_11) & set(release)
+    assert not _verify.not_needed(fixed_in_2_11, "2.11.0rc1")
+    assert len(_verify.not_needed(fixed_in_2_11, "2.11.0")) == len(fixed_in_2_11)

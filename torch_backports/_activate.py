@@ -145,7 +145,7 @@ def _gate(name: str, release: Release, version: Optional[str]) -> Optional[str]:
     """Record and return the state of a release outside the affected range,
     read from the registry, not the backport's module; None for a release
     the backport must patch."""
-    judged = _records.outside(name, release)
+    judged = _records.outside(name, release, version)
     return None if judged is None else _set(name, judged[0], judged[1], version)
 
 

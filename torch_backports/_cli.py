@@ -59,6 +59,12 @@ def gather(probe: bool = True) -> dict:
         # installed and the running code, for an audit (docs/diff.md).
         row["patches"] = _diff.hashes(result.changes.get(record["name"], [])) if (
             result is not None and result.ok and row["state"] == _records.APPLIED) else []
+        # Loaded modules that still hold what it replaced (_stale): a defect.
+        row["stale"] = result.stale.get(record["name"], []) if (
+            result is not None and result.ok) else []
+        if row["stale"]:
+            row = dict(row, reason="%s; but %s still hold%s the code it replaced" % (
+                row["reason"], ", ".join(row["stale"]), "s" if len(row["stale"]) == 1 else ""))
         report["backports"].append(row)
     return report
 
@@ -74,6 +80,10 @@ def problems(report: dict) -> List[str]:
     found = []
     new = report["new_process"] or {}
     for row in report["backports"]:
+        if row.get("stale"):
+            found.append("%s is applied, but %s still hold%s the code it replaced, whose "
+                         "callers then miss the fix" % (row["name"], ", ".join(row["stale"]),
+                                                        "s" if len(row["stale"]) == 1 else ""))
         if not _registry.load(row["name"]).needed_by(release) or row["state"] not in _INACTIVE:
             continue
         reason = row["reason"]

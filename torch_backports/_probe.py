@@ -38,8 +38,14 @@ try:
     changes, changes_error = d.in_this_process(), None
 except Exception as exc:
     changes, changes_error = {}, "%s: %s" % (type(exc).__name__, exc)
+try:
+    import torch_backports._stale as s
+    stale = s.find(a._changes)
+except Exception as exc:
+    stale = {"": ["the audit failed: %s: %s" % (type(exc).__name__, exc)]}
 print(MARKER + json.dumps({
     "changes": changes,
+    "stale": stale,
     "changes_error": changes_error,
     "import_error": error,
     "torch_version": a.running_torch_version(),
@@ -67,6 +73,9 @@ class ProbeResult:
     # by name; why that could not be read, if so.
     changes: Dict[str, List[dict]] = field(default_factory=dict)
     changes_error: Optional[str] = None
+    # Per applied backport, the modules that still hold what it replaced
+    # (torch_backports._stale), as "module.attribute".
+    stale: Dict[str, List[str]] = field(default_factory=dict)
 
 
 def probe_new_process(targets: List[str], timeout: float = 300.0) -> ProbeResult:

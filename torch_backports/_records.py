@@ -40,16 +40,22 @@ def set_state(name: str, state: str, reason: str, torch: Optional[str] = None) -
         _outcomes[name] = (state, reason, torch)
 
 
-def outside(name: str, release: "tuple[int, int, int]") -> Optional[Tuple[str, str]]:
+def outside(name: str, release: "tuple[int, int, int]",
+            version: Optional[str] = None) -> Optional[Tuple[str, str]]:
     """(state, reason) of backport `name` on a `release` outside its
     affected range, read from the registry: not covered, or not needed;
-    None for a release the backport must patch."""
+    None for a release the backport must patch, and for a pre-release, dev
+    or source build (`version`, _versions.judged_by_code) of its first
+    fixed release, which may predate the fix: there its code decides."""
     from ._backport import affects, format_release
+    from ._versions import judged_by_code
 
     first_affected, first_fixed = _registry.releases(name)
     if release < first_affected:
         return (NOT_COVERED, "torch %s predates the affected releases (%s)"
                 % (format_release(release), affects(first_affected, first_fixed)))
+    if release == first_fixed and judged_by_code(version):
+        return None
     if release >= first_fixed:
         return (NOT_NEEDED, "torch %s ships the fix (since %s)"
                 % (format_release(release), format_release(first_fixed)))
@@ -68,7 +74,7 @@ def get(name: str) -> Outcome:
 
         version = getattr(sys.modules.get("torch"), "__version__", None)
         try:
-            judged = outside(name, _versions.release_of(version))
+            judged = outside(name, _versions.release_of(version), version)
         except _versions.UnknownRelease:
             judged = None
         if judged is not None:

@@ -157,14 +157,16 @@ def _import_targets(known: Sequence[str]) -> Dict[str, str]:
     failures: Dict[str, str] = {}
     try:
         import torch
-        release: Optional[Release] = _versions.release_of(torch.__version__)
+        version = torch.__version__
+        release: Optional[Release] = _versions.release_of(version)
     except Exception:  # judged by each target's hook, as before
         release = None
     for name in known:
         target = _registry.target(name)
         if target in sys.modules:
             continue
-        if release is not None and release >= _registry.releases(name)[1]:
+        judged = _records.outside(name, release, version) if release is not None else None
+        if judged is not None and judged[0] == _records.NOT_NEEDED:
             # This torch ships the fix: the answer needs no hook, and an
             # inductor target would cost a second for nothing.
             continue
@@ -181,7 +183,8 @@ def _state(name: str, failure: Optional[str], package: object, version: Optional
     """(state, reason) of backport `name` in this process, for require, on
     torch `version` (its `release`, if it reads as one)."""
     first_fixed = _registry.releases(name)[1]
-    if release is not None and release >= first_fixed:
+    judged = _records.outside(name, release, version) if release is not None else None
+    if judged is not None and judged[0] == _records.NOT_NEEDED:
         # The fix is torch's own here, whatever torch-backports did: even
         # disabled, or not installed, the program has it.
         return (_records.NOT_NEEDED, "torch %s ships the fix (since %d.%d.%d)"

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from . import _config, _registry, _versions
+from . import _config, _records, _registry, _versions
 from ._backport import Backport, format_release
 
 SKIP_EXIT = 77
@@ -203,7 +203,8 @@ def selected(names: Sequence[str], torch_version: Optional[str]) -> List[str]:
         release = _versions.release_of(torch_version)
     except _versions.UnknownRelease:
         return list(_registry.names())
-    return [n for n in _registry.names() if _registry.load(n).needed_by(release)]
+    # Needed, or a pre-release of its fix's release, whose code decides.
+    return [n for n in _registry.names() if _records.outside(n, release, torch_version) is None]
 
 
 def default_jobs() -> int:
@@ -322,6 +323,8 @@ def not_needed(names: Sequence[str], torch_version: Optional[str]) -> List[Tuple
     reasons = []
     for name in names:
         backport = _registry.load(name)
+        if _records.outside(name, release, torch_version) is None:
+            continue
         if release >= backport.first_fixed:
             reasons.append((name, "torch %s ships this fix (since %s)"
                             % (torch_version, format_release(backport.first_fixed))))

@@ -74,3 +74,18 @@ def release_of(version: Optional[str]) -> Release:
         raise UnknownRelease("torch.__version__ %r is not a valid version" % version)
     major, minor, micro = match.groups()
     return (int(major), int(minor), int(micro or 0))
+
+
+def judged_by_code(version: Optional[str]) -> bool:
+    """Whether `version` is a build whose release number may be wrong about
+    the fixes of that very release: a pre-release (2.13.0a0, 2.13.0rc1), a
+    dev build (2.15.0.dev20260901) or a source build (2.13.0+git8145d63,
+    NGC's 2.13.0a0+8145d630e8). Such a build may have been cut before a fix
+    of its release landed, so the fingerprint of its code decides, not the
+    version. Release builds, local labels such as +cu128 and .post
+    releases included, are judged by their release."""
+    if not isinstance(version, str):
+        return False
+    public, _, local = version.strip().lower().partition("+")
+    public = public.replace("post", "")
+    return any(mark in public for mark in ("a", "b", "rc", "dev")) or local.startswith("git")

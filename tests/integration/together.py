@@ -40,18 +40,19 @@ def runs_alone(backport: Backport) -> Optional[str]:
     return None
 
 
-def run_together(backports: Sequence[Backport], workers: int = 2,
-                 timeout: float = 1800.0) -> Dict[str, _verify.Run]:
+def run_together(backports: Sequence[Backport], workers: int = 2, timeout: float = 1800.0,
+                 env: Optional[Dict[str, str]] = None) -> Dict[str, _verify.Run]:
     """The fixed run of each of `backports`, made in `workers` shared
     interpreters that take the next reproducer as they come free. A run
     that ends its interpreter (a segfault, an exit below Python) is
     CRASHED, with what the interpreter printed last, and a new interpreter
-    takes the runs still to do."""
+    takes the runs still to do. `env` adds to the interpreters' environment."""
     scratch = tempfile.mkdtemp(prefix="torch-backports-together-")
     try:
         plan = Path(scratch) / "plan.json"
         plan.write_text(json.dumps({b.name: b.reproducer for b in backports}))
-        env = _verify.run_env(scratch, enable=[b.name for b in backports if b.off_by_default])
+        env = dict(_verify.run_env(scratch, enable=[b.name for b in backports
+                                                    if b.off_by_default]), **(env or {}))
         todo: "queue.Queue[Backport]" = queue.Queue()
         for backport in backports:
             todo.put(backport)

@@ -45,10 +45,12 @@ constrain_to_fx_strides is a module-level function without free variables
 (its nested apply_constraint is a closure over its own cell, which the
 compiled copy recreates), so _patching.rewritten applies to it. Callers that
 look it up at call time see the patch: tag_to_layout_constraint, the path of a
-tagged custom op, reads the module global. Bindings made before the patch
-keep the shipped function: add_layout_constraint entries for aten ops
-(convolution_backward, kernel/conv.py, comm_lowering's c10d ops), whose
-arguments are tensors, so they never meet an opaque object.
+tagged custom op, reads the module global. kernel/conv.py, which imports it
+by name while lowering.py is still being imported, is rebound to the fixed
+one, as 2.12 has it there. Entries that add_layout_constraint made before the
+patch (for aten.convolution_backward and comm_lowering's c10d ops) keep the
+shipped function: their arguments are tensors, so they never meet an opaque
+object.
 """
 
 from __future__ import annotations
@@ -88,10 +90,16 @@ EDITS = [
 def apply(lowering: ModuleType, release: Release) -> Revert:
     """Replace lowering.constrain_to_fx_strides by its own source with
     PR 177991's edit; return the undo."""
-    fixed = _patching.rewritten(vars(lowering)["constrain_to_fx_strides"], EDITS,
-                                VERIFIED, FIXED)
-    return _patching.replace_attribute(lowering, "constrain_to_fx_strides", fixed,
-                                       VERIFIED, FIXED)
+    shipped = vars(lowering)["constrain_to_fx_strides"]
+    fixed = _patching.rewritten(shipped, EDITS, VERIFIED, FIXED)
+    with _patching.all_or_nothing() as reverts:
+        reverts.append(_patching.replace_attribute(lowering, "constrain_to_fx_strides", fixed,
+                                                   VERIFIED, FIXED))
+        # kernel/conv.py imports it by name while lowering.py is being
+        # imported, so it holds the shipped one.
+        reverts.append(_patching.rebind(["torch._inductor.kernel.conv"],
+                                        "constrain_to_fx_strides", shipped, fixed))
+    return _patching.undo_all(reverts)
 
 
 # A reference-type opaque object passed, as a graph input, to a custom op

@@ -95,3 +95,10 @@ elif _fault == "dumps-not-function":
 elif _fault == "dumps-signature":
     _shipped = FxGraphCachePickler.dumps
     FxGraphCachePickler.dumps = lambda self, obj, protocol=None: _shipped(self, obj)
+
+
+if _fault == "stale-holder":
+    # As torch's kernel/conv.py does with lowering's functions: a module
+    # imported while this one is still being imported binds what this one
+    # holds then, before any post-import hook has run.
+    from . import _stale_holder  # noqa: F401
