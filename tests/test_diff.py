@@ -253,7 +253,7 @@ def test_status_json_gives_the_hashes_of_each_target(installed):
     assert patch["running_sha256"] != patch["installed_sha256"]
     # the keys status had before are all still there; not applied: no patches
     assert {"name", "summary", "upstream", "affects", "target", "torch", "state",
-            "reason", "patches"} == set(rows["fx-graph-cache-pickling"])
+            "reason", "patches", "stale"} == set(rows["fx-graph-cache-pickling"])
     assert rows["inductor-mul-zero-nan"]["patches"] == []
 
 

@@ -43,7 +43,8 @@ def gather(probe: bool = True) -> dict:
             "import_error": result.import_error,
             "startup_state": result.startup_state,
             "startup_error": result.startup_error,
-            "notes": result.notes,
+            # The stale-reference audit's own failure, if it failed.
+            "notes": result.notes + result.stale.get("", []),
         }
     by_name = {r["name"]: r for r in (result.records if result and result.ok else [])}
     for record in _records.snapshot():
