@@ -155,7 +155,10 @@ def test_missing_attribute_and_missing_source_are_unrecognised(module):
     with pytest.raises(_patching.Unrecognised, match="does not exist"):
         _patching.replace_attribute(module.Kernel, "nope", None, {}, {})
     namespace = {}
-    exec("def no_file():\n    return 1\n", namespace)
+    # A file name no other code uses: linecache may hold lines for "<string>"
+    # from whatever ran before in this process (Python 3.13 under xdist).
+    exec(compile("def no_file():\n    return 1\n", "<no file: test_patching>", "exec"),
+         namespace)
     owner = types.SimpleNamespace(no_file=namespace["no_file"])
     with pytest.raises(_patching.Unrecognised, match="source cannot be read"):
         _patching.replace_attribute(owner, "no_file", None, {"x": "y"}, {})
