@@ -2,7 +2,7 @@
 
 import pytest
 
-from torch_backports import _registry
+from torch_backports import _registry, _versions
 from torch_backports._versions import UnknownRelease, release_of
 from torch_backports.backports import fx_graph_cache_pickling as fx
 
@@ -110,3 +110,16 @@ def test_the_plain_reading_agrees_with_the_expression(version):
     if plain is not None:
         assert match is not None
         assert plain == tuple(int(g or 0) for g in match.groups())
+
+
+@pytest.mark.parametrize("version, by_code", [
+    ("2.13.0", False), ("2.13.0+cpu", False), ("2.10.0+cu128", False), ("2.13.0+rocm6.4", False),
+    ("2.13.0.post1", False),
+    ("2.13.0a0+8145d630e8", True),   # NGC
+    ("2.13.0a0+git8145d63", True),   # a source build of main
+    ("2.13.0+git8145d63", True),     # a source build
+    ("2.15.0.dev20260901", True), ("2.15.0rc1", True), ("2.13.0b1", True),
+    (None, False),
+])
+def test_which_builds_the_code_judges(version, by_code):
+    assert _versions.judged_by_code(version) is by_code
