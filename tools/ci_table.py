@@ -104,8 +104,9 @@ def table(run: Run) -> str:
     for env in sorted(run.envs, key=lambda e: -e.total):
         spent = run.times.get(env.name, {})
         together = [s for test, s in spent.items() if test.startswith("together ")]
-        alone = [s for test, s in spent.items()
-                 if not test.startswith("together ") and test != "test_fixed_runs_together"]
+        alone = [s for test, s in spent.items()  # a skipped test took no time
+                 if not test.startswith("together ") and test != "test_fixed_runs_together"
+                 and s >= 0.1]
         lines.append("| `%s` | %s | %.0f | %.0f | %s | %s | %s |" % (
             env.name, env.status, env.setup, env.total - env.setup, _minutes(env.total),
             "%d, %.0f" % (len(together), sum(together)) if together else "",
