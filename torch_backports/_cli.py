@@ -64,10 +64,15 @@ def gather(probe: bool = True) -> dict:
         row["stale"] = result.stale.get(record["name"], []) if (
             result is not None and result.ok) else []
         if row["stale"]:
-            row = dict(row, reason="%s; but %s still hold%s the code it replaced" % (
-                row["reason"], ", ".join(row["stale"]), "s" if len(row["stale"]) == 1 else ""))
+            row = dict(row, reason="%s; but %s" % (row["reason"], _still_held(row["stale"])))
         report["backports"].append(row)
     return report
+
+
+def _still_held(stale: List[str]) -> str:
+    """'<module.attr>, ... still hold(s) the code it replaced'."""
+    return "%s still hold%s the code it replaced" % (", ".join(stale),
+                                                     "s" if len(stale) == 1 else "")
 
 
 def problems(report: dict) -> List[str]:
@@ -82,9 +87,8 @@ def problems(report: dict) -> List[str]:
     new = report["new_process"] or {}
     for row in report["backports"]:
         if row.get("stale"):
-            found.append("%s is applied, but %s still hold%s the code it replaced, whose "
-                         "callers then miss the fix" % (row["name"], ", ".join(row["stale"]),
-                                                        "s" if len(row["stale"]) == 1 else ""))
+            found.append("%s is applied, but %s, whose callers then miss the fix"
+                         % (row["name"], _still_held(row["stale"])))
         if not _registry.load(row["name"]).needed_by(release) or row["state"] not in _INACTIVE:
             continue
         reason = row["reason"]

@@ -62,6 +62,14 @@ def outside(name: str, release: "tuple[int, int, int]",
     return None
 
 
+def ships_fix(name: str, release: "tuple[int, int, int] | None",
+              version: Optional[str]) -> bool:
+    """Whether torch `version` (its `release`, None if unread) ships backport
+    `name`'s fix by its release alone: outside() says not needed."""
+    judged = outside(name, release, version) if release is not None else None
+    return judged is not None and judged[0] == NOT_NEEDED
+
+
 def get(name: str) -> Outcome:
     with _lock:
         found = _outcomes.get(name)

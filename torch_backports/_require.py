@@ -155,6 +155,7 @@ def _import_targets(known: Sequence[str]) -> Dict[str, str]:
     """Import torch and each backport's target, which runs its hook;
     return why an import failed, by backport name."""
     failures: Dict[str, str] = {}
+    version: Optional[str] = None
     try:
         import torch
         version = torch.__version__
@@ -165,8 +166,7 @@ def _import_targets(known: Sequence[str]) -> Dict[str, str]:
         target = _registry.target(name)
         if target in sys.modules:
             continue
-        judged = _records.outside(name, release, version) if release is not None else None
-        if judged is not None and judged[0] == _records.NOT_NEEDED:
+        if _records.ships_fix(name, release, version):
             # This torch ships the fix: the answer needs no hook, and an
             # inductor target would cost a second for nothing.
             continue
@@ -183,8 +183,7 @@ def _state(name: str, failure: Optional[str], package: object, version: Optional
     """(state, reason) of backport `name` in this process, for require, on
     torch `version` (its `release`, if it reads as one)."""
     first_fixed = _registry.releases(name)[1]
-    judged = _records.outside(name, release, version) if release is not None else None
-    if judged is not None and judged[0] == _records.NOT_NEEDED:
+    if _records.ships_fix(name, release, version):
         # The fix is torch's own here, whatever torch-backports did: even
         # disabled, or not installed, the program has it.
         return (_records.NOT_NEEDED, "torch %s ships the fix (since %d.%d.%d)"
