@@ -34,7 +34,8 @@ PROGRAMS = [
 
 
 def test_each_program_gets_what_python_c_gives_it():
-    runs = together.run_together(PROGRAMS, workers=1)
+    before = {}
+    runs = together.run_together(PROGRAMS, workers=1, before=before)
     assert runs["passes"].outcome == _verify.OK and runs["passes"].printed == "all good"
     assert runs["raises"].outcome == _verify.CRASHED and runs["raises"].symptom
     assert runs["raises"].detail == "RuntimeError"
@@ -46,6 +47,8 @@ def test_each_program_gets_what_python_c_gives_it():
     assert runs["exits-1"].outcome == _verify.CRASHED
     assert runs["exits-1"].printed == "a message"
     assert runs["after-death"].outcome == _verify.OK
+    assert before["sees-state"] == ["passes", "raises", "skips", "sets-state"]
+    assert before["exits-1"] == [] and before["after-death"] == ["exits-1"]
 
 
 def test_two_interpreters_share_the_runs():

@@ -98,7 +98,8 @@ def test_fixed_runs_together(record_property):
     backports = together_here()
     if not backports:
         pytest.skip("no fixed run is made together here")
-    runs = together.run_together(backports)
+    before = {}
+    runs = together.run_together(backports, before=before)
     record_property("together", {name: run.seconds for name, run in runs.items()})
     failed = []
     for backport in backports:
@@ -109,7 +110,8 @@ def test_fixed_runs_together(record_property):
         if run.outcome != _verify.OK:
             alone = _verify.run_reproducer(backport, stock=False)
             failed.append("%s: %s%s" % (backport.name, run, (
-                "; alone it passes, so it fails only beside the other backports"
+                "; alone it passes, so it fails only beside the other backports (its "
+                "interpreter ran before it: %s)" % (", ".join(before[backport.name]) or "none")
                 if alone.outcome == _verify.OK else "; alone too: %s" % (alone,))))
     skipped = sorted(n for n, r in runs.items() if r.outcome == _verify.SKIPPED)
     assert not failed, "torch %s fails with torch-backports, run together:\n%s" % (

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from torch_backports import _verify
 from torch_backports._backport import Backport
@@ -41,12 +41,15 @@ def runs_alone(backport: Backport) -> Optional[str]:
 
 
 def run_together(backports: Sequence[Backport], workers: int = 2, timeout: float = 1800.0,
-                 env: Optional[Dict[str, str]] = None) -> Dict[str, _verify.Run]:
+                 env: Optional[Dict[str, str]] = None,
+                 before: Optional[Dict[str, List[str]]] = None) -> Dict[str, _verify.Run]:
     """The fixed run of each of `backports`, made in `workers` shared
     interpreters that take the next reproducer as they come free. A run
     that ends its interpreter (a segfault, an exit below Python) is
     CRASHED, with what the interpreter printed last, and a new interpreter
-    takes the runs still to do. `env` adds to the interpreters' environment."""
+    takes the runs still to do. `env` adds to the interpreters' environment.
+    `before`, if given, gets for each run the names of the programs its
+    interpreter ran earlier: where to look when a run fails only here."""
     scratch = tempfile.mkdtemp(prefix="torch-backports-together-")
     try:
         plan = Path(scratch) / "plan.json"
@@ -57,8 +60,9 @@ def run_together(backports: Sequence[Backport], workers: int = 2, timeout: float
         for backport in backports:
             todo.put(backport)
         runs: Dict[str, _verify.Run] = {}
-        threads = [threading.Thread(target=_worker, args=(todo, runs, plan, env, scratch, i,
-                                                          timeout))
+        before = {} if before is None else before
+        threads = [threading.Thread(target=_worker, args=(todo, runs, before, plan, env, scratch,
+                                                          i, timeout))
                    for i in range(max(1, min(workers, len(backports))))]
         for thread in threads:
             thread.start()
@@ -69,10 +73,12 @@ def run_together(backports: Sequence[Backport], workers: int = 2, timeout: float
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _worker(todo: "queue.Queue[Backport]", runs: Dict[str, _verify.Run], plan: Path,
-            env: Dict[str, str], scratch: str, index: int, timeout: float) -> None:
+def _worker(todo: "queue.Queue[Backport]", runs: Dict[str, _verify.Run],
+            before: Dict[str, List[str]], plan: Path, env: Dict[str, str], scratch: str,
+            index: int, timeout: float) -> None:
     interpreter: Optional[_Interpreter] = None
     started = 0
+    earlier: List[str] = []
     try:
         while True:
             try:
@@ -83,6 +89,9 @@ def _worker(todo: "queue.Queue[Backport]", runs: Dict[str, _verify.Run], plan: P
                 started += 1
                 interpreter = _Interpreter(plan, env, Path(scratch) / (
                     "interpreter-%d-%d.log" % (index, started)))
+                earlier = []
+            before[backport.name] = list(earlier)
+            earlier.append(backport.name)
             answer = interpreter.ask(backport.name, timeout)
             if answer is None:
                 runs[backport.name] = interpreter.ended(timeout)

@@ -18,7 +18,9 @@ again, so a second `__main__` object would hide the program's globals from
 them), in its own working and
 temporary folder (under this process's), with this process's environment,
 working folder, torch configs and dynamo caches put back afterwards: what one program sets must not
-decide how the next one runs. Torch stays imported, and so does every patch
+decide how the next one runs. torch's config modules are imported before
+the first program, so that a config the first program sets is put back too
+(one imported during a program has no earlier state to go back to). Torch stays imported, and so does every patch
 the .pth applied: that is the point. This script never imports
 torch_backports.
 """
@@ -43,6 +45,22 @@ def _config_modules():
     except ImportError:
         return []
     return [m for m in list(sys.modules.values()) if isinstance(m, ConfigModule)]
+
+
+# The config modules the reproducers set. Imported before the first program:
+# inductor's post_grad_custom_post_pass, set by one program in the config's
+# first import, otherwise stayed in every later cache key.
+CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config",
+                  "torch.fx.experimental._config", "torch.compiler.config", "torch._export.config")
+
+
+def _import_configs():
+    import importlib
+    for name in CONFIG_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # not in this release
+            pass
 
 
 def _snapshot():
@@ -123,6 +141,7 @@ def main(plan_path):
     # it) goes to stderr instead of into the protocol.
     protocol = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    _import_configs()
     for line in sys.stdin:
         name = line.strip()
         if not name:
