@@ -1,6 +1,7 @@
-"""The README says what the catalogue holds: its generated sections equal
-what tools/readme.py writes from the backport modules, and each count in
-its prose ("torch 2.13.0 … needs sixteen of the backports") equals the
+"""The README and the reference pages say what the catalogue holds: the
+README's list, docs/backports.md and docs/compatibility.md equal what
+tools/readme.py writes from the backport modules, and each count in the
+README's prose ("torch 2.13.0 … needs sixteen of the backports") equals the
 registry's."""
 
 import re
@@ -36,22 +37,43 @@ def needed_by(version: str) -> int:
     return sum(_registry.load(name).needed_by(release) for name in _registry.names())
 
 
-def test_generated_sections_match_the_catalogue():
-    assert readme.generated(TEXT) == TEXT, (
-        "README.md differs from the catalogue: run python tools/readme.py")
+@pytest.mark.parametrize("page", ["README.md", "docs/backports.md", "docs/compatibility.md"])
+def test_generated_pages_match_the_catalogue(page):
+    path = ROOT / page
+    assert readme.pages()[path] == path.read_text(encoding="utf-8"), (
+        "%s differs from the catalogue: run python tools/readme.py" % page)
 
 
-def test_every_backport_has_its_readme_text():
+def test_every_backport_has_its_line_and_entry():
+    entries = (ROOT / "docs" / "backports.md").read_text(encoding="utf-8")
     for name in _registry.names():
         backport = _registry.load(name)
         assert backport.readme_symptom.strip() and backport.readme_fix.strip(), name
-        assert "| `%s` |" % name in TEXT and "* `%s`: " % name in TEXT, name
+        # One line of the README's table: short enough to read at a glance.
+        assert backport.headline.strip() and "\n" not in backport.headline, name
+        assert len(backport.headline) <= 100, (name, len(backport.headline))
+        assert "| [`%s`](docs/backports.md#%s) |" % (name, name) in TEXT, name
+        assert "\n## `%s`\n" % name in entries, name
 
 
 def test_a_removed_entry_is_noticed():
     # The check above would catch a README row deleted by hand.
-    row = next(line for line in TEXT.splitlines() if line.startswith("| `fx-graph-cache-pickling` | `"))
+    row = next(line for line in TEXT.splitlines()
+               if line.startswith("| [`fx-graph-cache-pickling`]"))
     assert readme.generated(TEXT.replace(row + "\n", "")) != TEXT.replace(row + "\n", "")
+
+
+def test_the_legend_explains_only_the_marks_the_table_uses():
+    page = (ROOT / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    table = [line for line in page.splitlines() if line.startswith("| `")]
+    cells = {c.strip() for line in table for c in line.strip("|").split("|")[1:]}
+    used = {c[:-4] if c.endswith(" GPU") else c for c in cells}
+    explained = set(re.findall(r"^\* \*\*(.+?)\*\*:", page, re.M))
+    assert explained == used | ({"GPU"} if any(c.endswith(" GPU") for c in cells) else set())
+
+
+def test_the_readme_fits_a_few_screens():
+    assert len(TEXT.splitlines()) <= 300
 
 
 CLAIM = re.compile(r"torch (\d+\.\d+\.\d+)\b[^.]*?\bneeds ([a-z]+(?:-[a-z]+)?|\d+) of the backports")

@@ -9,7 +9,7 @@ it on every claimed release (docs/ci.md). This tool records such a folder in
 tests/cells-results.json, a release at a time, keeping the releases and
 backports the run did not cover, and writes docs/cells.md from the record:
 per backport, per release, what stock torch and torch-backports printed.
-The README's compatibility table marks `✔ all` the cells recorded there.
+docs/compatibility.md's table marks `✔ all` the cells recorded there.
 
 usage: python tools/cells.py [DIR] [--check]
 """

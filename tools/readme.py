@@ -1,14 +1,14 @@
-"""Write the README's catalogue sections from the registry, so that they
-cannot drift from the code: the "What it fixes" table, the "how each is
-fixed" list with its link definitions, and the compatibility table (from
-the registry, tox.ini's CI releases, tests/ci_plan.py,
-tests/matrix-results.json and tests/cells-results.json).
+"""Write the pages that describe the catalogue from the registry, so that
+they cannot drift from the code: the README's "What it fixes" list (one
+line a backport, between `<!-- begin generated: fixes -->` and `<!-- end
+generated: fixes -->`), docs/backports.md (each backport in full) and
+docs/compatibility.md (the table of releases, from the registry, tox.ini's
+CI releases, tests/ci_plan.py, tests/matrix-results.json and
+tests/cells-results.json, and the legend of the marks it uses).
 
-Each section lies between `<!-- begin generated: NAME -->` and `<!-- end
-generated: NAME -->`; edit a backport module's `readme_symptom` or
-`readme_fix`, not the README. tests/test_readme.py fails when the README
-differs from what this writes, or when a count in its prose disagrees with
-the registry.
+Edit a backport module's `headline`, `readme_symptom` or `readme_fix`, not
+the pages. tests/test_readme.py fails when a page differs from what this
+writes, or when a count in the README's prose disagrees with the registry.
 
 usage: python tools/readme.py [--check]
 """
@@ -74,23 +74,57 @@ def fixed_in(backport: Backport) -> str:
 
 
 def fixes_table(catalogue: Iterable[Backport]) -> str:
-    lines = ["| backport | symptom on stock torch | affected | fixed upstream in |",
+    """The README's catalogue: one line per backport, its short symptom."""
+    lines = ["| backport | symptom on stock torch | affected | fixed in |",
              "|---|---|---|---|"]
     for backport in catalogue:
-        symptom = backport.readme_symptom
+        headline = backport.headline
         if backport.off_by_default:
-            symptom += (". **Off by default**: %s; `TORCH_BACKPORTS_ENABLE=%s` turns it on"
-                        % (backport.off_by_default, backport.name))
-        lines.append("| `%s` | %s | %s | %s |" % (backport.name, symptom,
-                                                  affected(backport), fixed_in(backport)))
+            headline += " *(off by default)*"
+        lines.append("| [`%s`](docs/backports.md#%s) | %s | %s | %s |" % (
+            backport.name, backport.name, headline, affected(backport),
+            format_release(backport.first_fixed)))
     return "\n".join(lines)
 
 
-def how_fixed(catalogue: Iterable[Backport]) -> str:
-    return "\n".join(textwrap.fill("* `%s`: %s" % (backport.name, backport.readme_fix),
-                                   width=76, subsequent_indent="  ", break_long_words=False,
+def backport_entry(backport: Backport, ci: set) -> str:
+    """One backport's section of docs/backports.md."""
+    proven = [format_release(r) for r in sorted(ci)
+              if backport.needed_by(r) and ci_plan.fixed_run_here(backport, r)]
+    parts = ["## `%s`" % backport.name, "",
+             "**Symptom**: %s." % backport.readme_symptom.rstrip("."), "",
+             "**Fix**: %s" % backport.readme_fix, ""]
+    if backport.off_by_default:
+        parts += ["**Off by default**: %s. `TORCH_BACKPORTS_ENABLE=%s` turns it on."
+                  % (backport.off_by_default.rstrip("."), backport.name), ""]
+    parts += ["**Releases**: affects %s, fixed upstream in %s. Proven in CI on %s%s." % (
+        affected(backport), format_release(backport.first_fixed),
+        ", ".join(proven) or "no CI release",
+        " (by its CPU check)" if backport.cpu_check else ""), "",
+        "**Upstream**: %s." % ", ".join(reference(url) for url in backport.upstream), ""]
+    return "\n".join(textwrap.fill(part, width=76, break_long_words=False,
                                    break_on_hyphens=False)
-                     for backport in catalogue)
+                     if part and not part.startswith("#") else part for part in parts)
+
+
+BACKPORTS_HEAD = """# The backports
+
+<!-- Written by tools/readme.py from the backport modules: edit a module's
+readme_symptom, readme_fix, off_by_default or upstream, not this page. -->
+
+Each backport in full: the symptom on stock torch, what the fix changes
+(and what of the upstream change it does not carry, and why), the releases
+it affects, where CI proves it, and its upstream references. The
+release-by-release facts, read off each release's wheel, are in the module
+docstrings under `torch_backports/backports/`. Which release proves which
+backport, and how: [compatibility.md](compatibility.md).
+"""
+
+
+def backports_page(catalogue: List[Backport]) -> str:
+    ci = ci_plan.ci_releases()
+    text = BACKPORTS_HEAD + "\n" + "\n".join(backport_entry(b, ci) for b in catalogue)
+    return text + "\n" + link_definitions(text, catalogue) + "\n"
 
 
 def link_definitions(text: str, catalogue: Iterable[Backport]) -> str:
@@ -168,26 +202,110 @@ def replace_section(text: str, name: str, body: str) -> str:
     return text[:start + len(begin)] + "\n" + body + "\n" + text[stop:]
 
 
+COMPATIBILITY_HEAD = """# Compatibility
+
+<!-- Written by tools/readme.py from the registry, tox.ini,
+tests/matrix-results.json, tests/cells-results.json and tests/gpu-results/. -->
+
+One row per backport, one column per release. Releases compare by (major,
+minor, micro), because patch releases carry real fixes (2.7.0 → 2.7.1,
+2.9.0 → 2.9.1); local, pre-release and dev parts do not count, so
+`2.10.0+cu128`, `2.10.0a0+git449b176` (source and NGC builds),
+`2.10.0.dev20260101` and `2.10.0rc1` all count as 2.10.0. One exception: a
+pre-release, dev or source build of a backport's first fixed release may
+have been cut before the fix landed, so there the code decides, not the
+version: a verified affected fingerprint is patched, a fixed one reads `not
+needed`, anything else `unrecognised` with torch left as shipped. An NGC
+`2.13.0a0+…` build cut before a 2.13.0 fix gets that fix; `status` and
+`require()` say the same.
+"""
+
+# What each mark of the table means; the page lists the marks that occur.
+LEGEND = {
+    "✔ CI": "in CI (`tox`), on the real wheel of that release, the reproducer (for a fix "
+            "of GPU code, its CPU check: [gpu.md](gpu.md)) fails with the upstream symptom "
+            "under `TORCH_BACKPORTS_DISABLE=<name>` and passes with torch-backports.",
+    "✔ all": "as **✔ ci**, and a `TORCH_BACKPORTS_STOCK_RUNS=all` run of CI's env for that "
+             "release also saw the reproducer (or CPU check) fail stock with the upstream "
+             "symptom and pass with torch-backports ([cells.md](cells.md) has what each run "
+             "printed).",
+    "✔ ci": "in CI, the reproducer passes with torch-backports; its stock run is made on "
+            "the release marked **✔ CI** (2.13.0 where claimed), whose code the patch "
+            "recognises by the same fingerprints ([ci.md](ci.md)).",
+    "✔ m": "the same as **✔ CI**, by `tox -e matrix` (`tests/matrix-results.json` has what "
+           "each reproducer printed, stock and fixed).",
+    "fp": "`torch-backports status` on that release's wheel (`python tests/matrix.py "
+          "--status-only VERSION`) accepted the fingerprint of the code the patch replaces; "
+          "the reproducer was not run there.",
+    "claimed": "in the backport's range, but neither its reproducer nor a status run has "
+               "been made on that release.",
+    "fixed CI": "the release ships the fix; in CI the reproducer passes and `status` says "
+                "`not needed`, so torch-backports leaves that torch as shipped.",
+    "fixed m": "the same as **fixed CI**, by `tox -e matrix`.",
+    "fixed": "the release ships the fix, read from the wheel's fingerprint only.",
+    "–": "the release does not have the bug (the code it lives in is older or absent); "
+         "the backport is `not covered` there and touches nothing.",
+    "GPU": "(after a mark) a GPU run (`tools/gpu_run.py`, recorded in `tests/gpu-results/`) "
+           "saw the reproducer fail on stock torch and pass with torch-backports.",
+}
+
+
+def compatibility_page(catalogue: List[Backport]) -> str:
+    table = compatibility_table(catalogue)
+    marks = set()
+    for row in table.splitlines()[2:]:
+        for cell_text in row.split(" | ")[1:]:
+            cell_text = cell_text.rstrip(" |")
+            if cell_text.endswith(" GPU"):
+                marks.add("GPU")
+                cell_text = cell_text[:-4]
+            marks.add(cell_text)
+    unknown = marks - set(LEGEND)
+    if unknown:
+        raise SystemExit("tools/readme.py: no legend for the marks %s" % sorted(unknown))
+    legend = "\n".join(textwrap.fill("* **%s**: %s" % (mark, LEGEND[mark]), width=76,
+                                      subsequent_indent="  ", break_long_words=False,
+                                      break_on_hyphens=False)
+                        for mark in LEGEND if mark in marks)
+    ci = ", ".join(format_release(r) for r in sorted(ci_plan.ci_releases()))
+    tail = textwrap.fill(
+        "CI runs torch %s and an env without torch; the unit tests run on Python 3.9 – 3.13 "
+        "against a small fake `torch`. `tox -e matrix` and `TORCH_BACKPORTS_STOCK_RUNS=all "
+        "tox` make the stock run on every release." % ci, width=76, break_long_words=False,
+        break_on_hyphens=False)
+    return "%s\n%s\n\n%s\n\n%s\n" % (COMPATIBILITY_HEAD, table, legend, tail)
+
+
+BACKPORTS_PAGE = ROOT / "docs" / "backports.md"
+COMPATIBILITY_PAGE = ROOT / "docs" / "compatibility.md"
+
+
 def generated(text: str) -> str:
-    """`text` (the README) with every generated section written anew."""
+    """`text` (the README) with its generated section written anew."""
+    return replace_section(text, "fixes", fixes_table(backports()))
+
+
+def pages() -> Dict[Path, str]:
+    """Each page this writes, as it should read now."""
     catalogue = backports()
-    text = replace_section(text, "fixes", fixes_table(catalogue))
-    text = replace_section(text, "how-fixed", how_fixed(catalogue))
-    text = replace_section(text, "compatibility", compatibility_table(catalogue))
-    # Last, from the whole README: every short reference it uses.
-    text = replace_section(text, "links", "")
-    return replace_section(text, "links", link_definitions(text, catalogue))
+    return {README: generated(README.read_text(encoding="utf-8")),
+            BACKPORTS_PAGE: backports_page(catalogue),
+            COMPATIBILITY_PAGE: compatibility_page(catalogue)}
 
 
 def main(argv: List[str]) -> int:
-    current = README.read_text(encoding="utf-8")
-    wanted = generated(current)
-    if "--check" in argv:
-        if wanted != current:
-            print("README.md differs from the catalogue: run python tools/readme.py")
-            return 1
-        return 0
-    README.write_text(wanted, encoding="utf-8")
+    stale = []
+    for path, wanted in pages().items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if wanted == current:
+            continue
+        if "--check" in argv:
+            stale.append(path.relative_to(ROOT).as_posix())
+        else:
+            path.write_text(wanted, encoding="utf-8")
+    if stale:
+        print("%s differ from the catalogue: run python tools/readme.py" % ", ".join(stale))
+        return 1
     return 0
 
 

@@ -53,9 +53,10 @@ class Backport:
     run it stock and fixed wherever they run the reproducer, which itself
     needs the GPU.
 
-    `readme_symptom` and `readme_fix` are the Markdown of the README's
-    "What it fixes" row and its "how each is fixed" entry, which
-    tools/readme.py writes from them (a test holds the README equal).
+    `headline` is the symptom in one short line of Markdown, the README's
+    line for the backport; `readme_symptom` and `readme_fix` are the full
+    symptom and the fix, in docs/backports.md. tools/readme.py writes both
+    pages from them (a test holds the pages equal).
     """
 
     # A plain class, not a NamedTuple or a dataclass: this module is imported
@@ -64,14 +65,14 @@ class Backport:
     # to nothing.
     __slots__ = ("name", "summary", "upstream", "first_affected", "first_fixed", "apply",
                  "reproducer", "symptom", "changes_codegen", "verify_without",
-                 "readme_symptom", "readme_fix", "off_by_default",
+                 "headline", "readme_symptom", "readme_fix", "off_by_default",
                  "cpu_check", "cpu_check_symptom")
 
     def __init__(self, *, name: str, summary: str, upstream: Tuple[str, ...],
                  first_affected: Release, first_fixed: Release,
                  apply: Callable[[ModuleType, Release], Revert], reproducer: str,
                  symptom: str, changes_codegen: bool = False,
-                 verify_without: Tuple[str, ...] = (), readme_symptom: str = "",
+                 verify_without: Tuple[str, ...] = (), headline: str = "", readme_symptom: str = "",
                  readme_fix: str = "", off_by_default: str = "", cpu_check: str = "",
                  cpu_check_symptom: str = "") -> None:
         self.name = name
@@ -84,6 +85,7 @@ class Backport:
         self.symptom = symptom
         self.changes_codegen = changes_codegen
         self.verify_without = verify_without
+        self.headline = headline
         self.readme_symptom = readme_symptom
         self.readme_fix = readme_fix
         self.off_by_default = off_by_default

@@ -308,6 +308,7 @@ BACKPORT = Backport(
     summary="a compiled function with torch.autocast (or torch.inference_mode) inside is "
     "cached by AOTAutogradCache again instead of bypassing it in every process, keyed by the "
     "ambient autocast state (enabled, dtype) of every device",
+    headline="graphs with an in-graph `torch.autocast` bypass the AOTAutograd cache",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/192555",
         "https://github.com/pytorch/pytorch/issues/191106",

@@ -260,6 +260,7 @@ BACKPORT = Backport(
     summary="a compiled program with a DTensor input gets a stable AOTAutograd cache key "
     "(a hash of the DTensor's spec, never a pickled DeviceMesh), so a second process hits "
     "the AOTAutograd cache",
+    headline="a DTensor input never hits the AOTAutograd cache in a second process",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/173526",
         "https://github.com/pytorch/pytorch/pull/188401",

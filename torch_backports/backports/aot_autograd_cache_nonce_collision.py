@@ -154,6 +154,7 @@ BACKPORT = Backport(
     summary="AOTAutogradCache's fallback key for a graph it cannot key under AOT precompile "
     "is a UUID, not random.random(), so two graphs no longer share it (stale cache hit, "
     "wrong result)",
+    headline="**stale cache hit** under AOT precompile: two graphs share one fallback key",
     upstream=("https://github.com/pytorch/pytorch/issues/191323",
               "https://github.com/pytorch/pytorch/pull/191427",
               "https://github.com/pytorch/pytorch/pull/194451"),

@@ -129,6 +129,10 @@ BACKPORT = Backport(
     name=NAME,
     summary="torch.compile accepts a tensor subclass without __torch_dispatch__ (a bare "
     "subclass, tv_tensors) instead of failing with 'Multiple dispatch failed'",
+    headline=(
+        "`Multiple dispatch failed` compiling with a tensor subclass without "
+        "`__torch_dispatch__`"
+    ),
     upstream=(
         "https://github.com/pytorch/pytorch/pull/193968",
         "https://github.com/pytorch/pytorch/issues/193932",

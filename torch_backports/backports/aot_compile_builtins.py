@@ -157,6 +157,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="torch.compile(...).aot_compile records the builtins its bytecode reads, "
     "instead of failing with 'Missing required external references'",
+    headline="`Missing required external references: ['type']` from `aot_compile`",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/177558",
     ),

@@ -357,6 +357,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="torch.compile returns a no-grad no-op view of another output as its own tensor, "
     "so resize_ of it after a graph break no longer resizes the base (silent wrong result)",
+    headline="**silent wrong result**: a no-op view output is its base, so `resize_` changes both",
     upstream=("https://github.com/pytorch/pytorch/pull/191844",
               "https://github.com/pytorch/pytorch/issues/191449"),
     first_affected=(2, 7, 0),

@@ -156,6 +156,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="graphs holding a custom op that mutates its inputs (auto_functionalized) "
     "are saved in and loaded from the FX graph cache instead of bypassing it",
+    headline="graphs with a mutating custom op bypass the FX graph cache in every process",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/151194",
         "https://github.com/pytorch/pytorch/pull/153304",

@@ -99,6 +99,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="inductor's C++ backend compiles vectorised loops whose indirect index "
     "has a scalar mask, instead of failing with CppCompileError on VecMask(int&)",
+    headline="`CppCompileError` on `VecMask(int&)` for indirect indexing in a vectorised CPU loop",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/178148",
         "https://github.com/pytorch/pytorch/issues/178136",

@@ -285,6 +285,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="the lazily compiled backward of torch.compile(options={'cpp_wrapper': True}) "
     "compiles under cpp_wrapper's config (was, on CUDA: CudaKernelParamCache not populated)",
+    headline="`CudaKernelParamCache not populated` at the first backward with `cpp_wrapper` (CUDA)",
     upstream=("https://github.com/pytorch/pytorch/pull/178847",
               "https://github.com/pytorch/pytorch/issues/178845"),
     first_affected=(2, 9, 0),

@@ -500,6 +500,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="a mode=\"reduce-overhead\" function runs in a plain Python thread (was: "
     "AssertionError in cudagraph_trees.get_obj, assert torch._C._is_key_in_tls)",
+    headline='`mode="reduce-overhead"` fails in a plain Python thread (`_is_key_in_tls`)',
     upstream=("https://github.com/pytorch/pytorch/pull/184357",
               "https://github.com/pytorch/pytorch/issues/123177"),
     first_affected=(2, 9, 0),

@@ -256,6 +256,7 @@ BACKPORT = Backport(
     summary="custom ops with a list[Tensor] argument backpropagate when a defaulted "
     "argument is left out, instead of raising \"Expected the return from backward to be "
     "of the same structure as the inputs\"; a wrong gradient count is reported as such",
+    headline="backward fails for a `list[Tensor]` custom op called without a defaulted argument",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/185132",
         "https://github.com/pytorch/pytorch/pull/186226",

@@ -259,6 +259,7 @@ BACKPORT = Backport(
     summary="a DataLoader worker started by spawn or forkserver frees its copy of the dataset "
     "when it ends, so Dataset.__del__ and finalizers run there and CUDA IPC storages "
     "are given back to the producer",
+    headline="spawn/forkserver DataLoader workers never free the dataset (CUDA IPC memory grows)",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/190485",
         "https://github.com/pytorch/pytorch/issues/190268",

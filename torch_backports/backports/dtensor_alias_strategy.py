@@ -296,6 +296,7 @@ BACKPORT = Backport(
     summary="DTensor has a sharding strategy for aten.alias and an identity as_strided "
     "handler, so dt[:, :n] over a whole dim and dt.as_strided(dt.size(), dt.stride()) "
     "work instead of raising NotImplementedError",
+    headline="`NotImplementedError`: no DTensor sharding strategy for `aten.alias` (`dt[:, :n]`)",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/166867",
         "https://github.com/pytorch/pytorch/issues/170427",

@@ -168,6 +168,7 @@ BACKPORT = Backport(
     summary="torch.compile with dynamic shapes traces a module with a float attribute "
     "(nn.RMSNorm's eps) checkpointed at two call sites, instead of failing with "
     "'lift_tracked_freevar_to_input should not be called on root SubgraphTracer'",
+    headline="`lift_tracked_freevar_to_input` assertion: checkpointed block with a float attribute",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/193254",
         "https://github.com/pytorch/pytorch/issues/193194",

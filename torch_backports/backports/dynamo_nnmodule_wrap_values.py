@@ -128,6 +128,10 @@ BACKPORT = Backport(
     summary="dynamo traces .parameters(), .buffers(), .children(), .modules() and "
     "ModuleDict.values() of a module it does not inline, instead of raising "
     "NameError: cannot access free variable 'named_children'",
+    headline=(
+        "`NameError: … 'named_children'` from `.parameters()` of a module dynamo does "
+        "not inline"
+    ),
     upstream=(
         "https://github.com/pytorch/pytorch/pull/174399",
         "https://github.com/pytorch/pytorch/issues/173924",

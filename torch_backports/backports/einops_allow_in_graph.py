@@ -148,6 +148,10 @@ BACKPORT = Backport(
     name=NAME,
     summary="torch.compile puts einops' rearrange, reduce, repeat, einsum, pack and "
     "unpack in the graph (einops >= 0.7), instead of failing on set.symmetric_difference",
+    headline=(
+        "`Unsupported … symmetric_difference` for einops under "
+        "`torch.compile(fullgraph=True)`"
+    ),
     upstream=(
         "https://github.com/pytorch/pytorch/pull/157600",
         "https://github.com/pytorch/pytorch/issues/153476",

@@ -193,6 +193,7 @@ BACKPORT = Backport(
     summary="torch.export.export no longer keeps the last exported program's graph "
     "module alive after the program is dropped (a module-level map of traced tensors "
     "to nodes is filled only for the non-strict leak detector)",
+    headline="leak: `torch.export` keeps the last exported graph module alive",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/160456",
         "https://github.com/pytorch/pytorch/pull/163516",

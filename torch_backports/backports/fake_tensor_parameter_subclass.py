@@ -143,6 +143,10 @@ BACKPORT = Backport(
     summary="FakeTensorMode (and torch.compile with freezing) treats a metadata-only "
     "subclass of nn.Parameter like nn.Parameter instead of failing with "
     "'all __torch_dispatch__ handlers returned NotImplemented'",
+    headline=(
+        "`Multiple dispatch failed` for an `nn.Parameter` subclass under fake tensors, "
+        "export or compile"
+    ),
     upstream=(
         "https://github.com/pytorch/pytorch/pull/184871",
         "https://github.com/pytorch/pytorch/issues/174274",

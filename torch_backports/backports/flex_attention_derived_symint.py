@@ -328,6 +328,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="a compiled flex_attention whose mask_mod/score_mod closes over `pos + 1` of a "
     "dynamic int compiles (was: 'ShapeAsConstantBuffer' object has no attribute 'dtype')",
+    headline="`'ShapeAsConstantBuffer' … no attribute 'dtype'`: flex_attention mask over `pos + 1`",
     upstream=("https://github.com/pytorch/pytorch/pull/182610",
               "https://github.com/pytorch/pytorch/issues/182606"),
     first_affected=(2, 10, 0),

@@ -654,6 +654,7 @@ BACKPORT = Backport(
     summary="flex_attention's backward gives the gradient of a 0-dim tensor that score_mod "
     "captures (a learned temperature), eager and compiled (was: vmap BatchedTensor error; "
     "inductor LoweringException)",
+    headline="flex_attention backward fails for a 0-dim tensor that `score_mod` captures",
     upstream=("https://github.com/pytorch/pytorch/pull/188869",
               "https://github.com/pytorch/pytorch/issues/145208"),
     first_affected=(2, 9, 0),

@@ -248,6 +248,7 @@ BACKPORT = Backport(
     summary="FSDP2 (fully_shard) runs forward under torch.inference_mode() on one rank "
     "and with Shard(i != 0) placements (RuntimeError: Inference tensors do not track "
     "version counter)",
+    headline="`Inference tensors do not track version counter` from FSDP2 under `inference_mode`",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/197327",
         "https://github.com/pytorch/torchtitan/pull/3070",

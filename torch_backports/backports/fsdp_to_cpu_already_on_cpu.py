@@ -145,6 +145,7 @@ BACKPORT = Backport(
     summary="FSDP summon_full_params(offload_to_cpu=True) and FULL_STATE_DICT with "
     "offload_to_cpu=True work on a flat parameter already on the CPU, instead of "
     "freeing its storage (RuntimeError: setStorage: ... out of bounds for storage of size 0)",
+    headline="`setStorage … out of bounds` from FSDP1 `offload_to_cpu=True` with CPU parameters",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/188990",
         "https://github.com/pytorch/pytorch/issues/188989",

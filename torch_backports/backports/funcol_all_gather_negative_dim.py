@@ -260,6 +260,7 @@ BACKPORT = Backport(
     summary="functional collectives' all_gather_tensor/all_gather_single take a negative "
     "gather_dim when the local dim 0 is 1 (RuntimeError: shape '[...]' is invalid for "
     "input of size ...), eager and compiled",
+    headline="`shape … is invalid` from `all_gather_tensor` with a negative gather dim",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/194865",
         "https://github.com/pytorch/pytorch/issues/194856",

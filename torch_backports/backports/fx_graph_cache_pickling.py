@@ -164,6 +164,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="torch.compile bypasses the FX graph cache, instead of crashing with "
     "BackendCompilerFailed, when the cache key cannot be pickled",
+    headline="`BackendCompilerFailed` when the FX graph cache key cannot be pickled",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/173577",
         "https://github.com/pytorch/pytorch/issues/176532",

@@ -175,6 +175,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="torch.fx.wrap no longer keeps its caller's whole stack (and its tensors) "
     "alive in a reference cycle until the cyclic garbage collector runs",
+    headline="memory held: `torch.fx.wrap` keeps its caller's stack alive in a reference cycle",
     upstream=(
         "https://github.com/pytorch/pytorch/issues/195586",
         "https://github.com/pytorch/pytorch/pull/196091",

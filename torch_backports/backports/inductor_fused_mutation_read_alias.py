@@ -136,6 +136,10 @@ BACKPORT = Backport(
     name=NAME,
     summary="inductor no longer fuses an in-place write of x into a kernel that reads x "
     "at other positions after an index_put_/index_copy_ into x (silent wrong result)",
+    headline=(
+        "**silent wrong result**: an in-place update after `index_put_` fused with its "
+        "write-back"
+    ),
     upstream=("https://github.com/pytorch/pytorch/issues/198270",),
     first_affected=(2, 10, 0),
     first_fixed=(2, 15, 0),

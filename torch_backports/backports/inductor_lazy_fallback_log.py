@@ -179,6 +179,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="inductor no longer renders every argument's IR for the INFO log "
     "'Creating implicit fallback for' when INFO is off (minutes on custom-op-heavy graphs)",
+    headline="compile time: IR rendered for an INFO log that is off (minutes on custom-op graphs)",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/185951",
         "https://github.com/pytorch/pytorch/issues/185937",

@@ -136,6 +136,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="inductor keeps nan/inf in a floating-point x * 0 (eager's result) instead "
     "of folding it to 0",
+    headline="**silent wrong result**: compiled `x * 0` drops NaN and Inf",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/186281",
         "https://github.com/pytorch/pytorch/pull/187580",

@@ -195,6 +195,7 @@ BACKPORT = Backport(
     summary="inductor keeps a clone/copy of a tensor that the graph mutates, instead of "
     "reading the mutated tensor in its place (dst[:] = src[:]; src.add_(1), and "
     "y = x.clone(); op(y, x) for custom ops and Triton kernels; silent wrong result)",
+    headline="**silent wrong result**: a copy of a tensor mutated later is dropped as a no-op",
     upstream=(
         "https://github.com/pytorch/pytorch/issues/198131",
         "https://github.com/pytorch/pytorch/issues/198031",

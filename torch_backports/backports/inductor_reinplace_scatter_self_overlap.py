@@ -177,6 +177,10 @@ BACKPORT = Backport(
     name=NAME,
     summary="inductor no longer compiles x[1:] = x[:-1].clone() to a copy over overlapping "
     "memory (silent wrong result)",
+    headline=(
+        "**silent wrong result**: compiled `x[1:] = x[:-1].clone()` copies over "
+        "overlapping memory"
+    ),
     upstream=("https://github.com/pytorch/pytorch/issues/197829",
               "https://github.com/pytorch/pytorch/pull/198010"),
     first_affected=(2, 7, 0),

@@ -131,6 +131,7 @@ BACKPORT = Backport(
     summary="Library('ns').define('ns::foo(...)') records ns::foo, not ns::ns::foo, so "
     "its teardown (and, on 2.13, every interpreter exit) no longer raises "
     "ValueError: too many values to unpack",
+    headline='`define("ns::foo")` records `ns::ns::foo`: `ValueError` at teardown and exit',
     upstream=(
         "https://github.com/pytorch/pytorch/pull/187970",
         "https://github.com/ROCm/pytorch/pull/3662",

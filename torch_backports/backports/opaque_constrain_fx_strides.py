@@ -164,6 +164,10 @@ BACKPORT = Backport(
     name=NAME,
     summary="inductor lowers custom ops tagged needs_fixed_stride_order that take an "
     "opaque object, instead of failing on FakeScriptObject.stride",
+    headline=(
+        "`LoweringException` on `FakeScriptObject.stride`: opaque object into a "
+        "fixed-stride custom op"
+    ),
     upstream=(
         "https://github.com/pytorch/pytorch/pull/177991",
         "https://github.com/pytorch/pytorch/issues/175973",

@@ -125,6 +125,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="standalone_compile's CompiledArtifact.save(format='binary') replaces the file "
     "atomically, so concurrent loads and interrupted saves never see a partial artifact",
+    headline="`CompiledArtifact.save` writes in place: a reader sees a partial artifact",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/162432",
     ),

@@ -119,6 +119,7 @@ BACKPORT = Backport(
     name=NAME,
     summary="Tensor.register_hook on a view whose base changed in place no longer "
     "crashes the process (segmentation fault) and attaches to the current grad_fn",
+    headline="**segmentation fault**: `register_hook` on a view whose base changed in place",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/196514",
         "https://github.com/pytorch/pytorch/issues/196459",

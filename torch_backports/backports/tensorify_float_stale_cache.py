@@ -274,6 +274,7 @@ BACKPORT = Backport(
     summary="a Python float argument of a torch.compile'd function (a clamp bound) no "
     "longer keeps an old value after recompiles (AOTAutogradCache served a graph with "
     "the value burned in; silent wrong result)",
+    headline="**stale cache hit**: a float argument keeps its old value after recompiles",
     upstream=(
         "https://github.com/pytorch/pytorch/pull/195040",
         "https://github.com/pytorch/pytorch/issues/194976",

@@ -293,6 +293,10 @@ BACKPORT = Backport(
     summary="with max-autotune, a CUDA matmul whose output has a multiple of 2**32 elements "
     "(32768 x 131072) is computed (was: the Triton mm template's M * N wrapped to 0 in "
     "int32, and its empty kernel won autotuning)",
+    headline=(
+        "**silent wrong result**: max-autotune CUDA matmul with a multiple of 2³² output "
+        "elements"
+    ),
     upstream=("https://github.com/pytorch/pytorch/pull/172925",
               "https://github.com/pytorch/pytorch/issues/171389",
               "https://github.com/pytorch/pytorch/issues/189054"),
