@@ -262,6 +262,21 @@ def test_a_check_put_off_that_refuses_puts_the_original_back(module, verified, f
     assert module.helper is original and stand_in(3) == 5
 
 
+def test_a_patch_of_several_parts_runs_their_put_off_checks(module):
+    # fx-wrap-frame-cycle's shape: a stand-in, and the stand-in rebound in
+    # another module; over fixed code (2.15.0's, reporting 2.15.0rc1) the
+    # whole patch must be refused, not read "applied".
+    original = vars(module)["helper"]
+    fixed = {_fingerprint.of_function(original): "t+1"}
+    stand_in_undo = _patching.rewritten_on_first_call(
+        module, "helper", [("    return a + b\n", "    return a * b\n")], {"0" * 16: "t"}, fixed)
+    revert = _patching.undo_all([_patching.undo_all([]), stand_in_undo])
+    with pytest.raises(_patching.CarriesFix):
+        _patching.check_put_off(revert)
+    assert module.helper is original
+    _patching.check_put_off(_patching.undo_all([]))  # nothing put off: nothing to raise
+
+
 def test_a_partner_check_that_refuses_puts_both_back(module):
     helper, describe = vars(module)["helper"], vars(module.Kernel)["describe"]
     refuse = [False]

@@ -238,12 +238,19 @@ def all_or_nothing() -> "Iterator[list[Revert]]":
 def undo_all(reverts: "list[Revert]") -> Revert:
     """One undo for a patch made of several: each of `reverts`, last first.
     The list is read when the undo runs, so a patch may build it as it goes
-    and call the undo to back out halfway."""
+    and call the undo to back out halfway. Its check_put_off runs the put-off
+    checks of every part: a patch that puts a stand-in in place and rebinds
+    it elsewhere is refused as a whole, where the stand-in's check refuses."""
 
     def revert() -> None:
         for undo in reversed(reverts):
             undo()
 
+    def checked() -> None:
+        for undo in list(reverts):
+            check_put_off(undo)
+
+    revert.check = checked  # type: ignore[attr-defined]
     return revert
 
 

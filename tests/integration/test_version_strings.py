@@ -27,11 +27,8 @@ from torch_backports._versions import release_of
 RELABELLED = {
     "2.10.0": "2.11.0a0+git8145d63",   # a source build cut before 2.11.0's fixes
     "2.14.1": "2.15.0.dev20260901",    # a nightly cut before 2.15.0's
+    "2.15.0": "2.15.0rc1",             # a release candidate with every fix
 }
-# Not yet: 2.15.0's code reporting 2.15.0rc1 (a release candidate with every
-# fix). There fx-wrap-frame-cycle's check, put off to wrap's first call,
-# reads "applied" in status over code whose fingerprint is 2.15.0's fixed
-# one (2026-12-07); until that is settled the case would fail.
 
 
 @pytest.fixture(scope="module")
