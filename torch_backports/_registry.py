@@ -71,6 +71,8 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
     ("flex-attention-scalar-grad", "torch._higher_order_ops.flex_attention", (2, 9, 0), (2, 14, 0)),
     ("cpp-wrapper-lazy-backward", "torch._inductor.compile_fx", (2, 9, 0), (2, 13, 0)),
     ("cudagraph-trees-threads", "torch._inductor.cudagraph_trees", (2, 9, 0), (2, 13, 0)),
+    ("inductor-cache-dir-getuser", "torch._inductor.runtime.cache_dir_utils", (2, 7, 0),
+     (2, 13, 0)),
 )
 
 
