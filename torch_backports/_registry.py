@@ -76,8 +76,20 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
 )
 
 
+# The names and entries of BACKPORTS, read many times inside `import torch`
+# (for each hooked module there): made once per BACKPORTS (tests swap it).
+_index: list = [None, (), {}]
+
+
+def _indexed() -> list:
+    if _index[0] is not BACKPORTS:
+        _index[:] = [BACKPORTS, tuple(entry[0] for entry in BACKPORTS),
+                     {entry[0]: entry for entry in BACKPORTS}]
+    return _index
+
+
 def names() -> Tuple[str, ...]:
-    return tuple(entry[0] for entry in BACKPORTS)
+    return _indexed()[1]
 
 
 def key(name: str) -> str:
@@ -136,10 +148,7 @@ def releases(name: str) -> Tuple[Release, Release]:
 
 
 def _entry(name: str) -> Tuple[str, str, Release, Release]:
-    for entry in BACKPORTS:
-        if entry[0] == name:
-            return entry
-    raise KeyError(name)
+    return _indexed()[2][name]  # KeyError for a name that is not registered
 
 
 def load(name: str) -> Backport:

@@ -52,6 +52,30 @@ def _plain_release(version: str) -> Optional[Release]:
     return (int(parts[0]), int(parts[1]), int(parts[2]) if len(parts) > 2 else 0)
 
 
+def _pre_release(version: str) -> Optional[Release]:
+    """The release of a pre-release, dev or source build spelled as torch
+    spells them (2.13.0a0+git8145d63, 2.15.0.dev20260901, 2.15.0rc1), read
+    without the regular expression, as _plain_release reads release builds;
+    None for any other spelling."""
+    public, plus, local = version.partition("+")
+    stem, dot, dev = public.rpartition(".dev")
+    if dot:
+        if not (dev.isascii() and dev.isdigit()):
+            return None
+        public = stem
+    parts = public.split(".")
+    last = parts[-1]
+    for mark in ("rc", "a", "b"):
+        number, found, serial = last.partition(mark)
+        if found:
+            if not (serial.isascii() and serial.isdigit()):
+                return None
+            parts[-1] = number
+            break
+    plain = _plain_release(".".join(parts) + plus + local)
+    return plain if len(parts) <= 3 else None
+
+
 class UnknownRelease(ValueError):
     """torch's version string could not be read as a release."""
 
@@ -67,6 +91,8 @@ def release_of(version: Optional[str]) -> Release:
     if not isinstance(version, str):
         raise UnknownRelease("torch.__version__ is %r, not a string" % (version,))
     plain = _plain_release(version)
+    if plain is None:
+        plain = _pre_release(version)
     if plain is not None:
         return plain
     match = _version().fullmatch(version.strip())

@@ -91,7 +91,7 @@ def apply(library: ModuleType, release: Release) -> Revert:
 def _names_a_namespace(library: object, schema: object, *args: object, **kwargs: object) -> bool:
     """Whether define() is asked for a schema whose name holds "::", the one
     case where upstream's line differs from the shipped one."""
-    return isinstance(schema, str) and "::" in schema.split("(")[0]
+    return isinstance(schema, str) and "::" in schema.partition("(")[0]
 
 
 # The op defined with its namespace in the schema: the library must record it
