@@ -136,9 +136,11 @@ def test_second_copy_on_sys_path(tmp_path):
 
 def test_changed_target_function_is_unrecognised_and_untouched():
     """The fake fake_tensor's check has a fingerprint no release has: the
-    backport refuses it, the host sees the function it shipped, and status
-    names the fingerprint."""
+    backport refuses it at the function's first call (the check is put off
+    until then), after which the host sees the function it shipped, and
+    status names the fingerprint."""
     code = ("import json, torch, torch._subclasses.fake_tensor as ft\n"
+            "ft._check_for_subclass_arg(1)\n"
             "print(json.dumps({'shipped': ft._check_for_subclass_arg.__code__.co_filename"
             " == ft.__file__ and not hasattr(ft._check_for_subclass_arg,"
             " '_torch_backports_replacement')}))\n")

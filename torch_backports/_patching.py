@@ -363,7 +363,8 @@ def rewritten_on_first_call(owner: Any, name: str,
                             verified: Fingerprints,
                             fixed: Fingerprints, when: "Callable[..., bool] | None" = None,
                             partner: "Callable[[], object] | None" = None,
-                            through: "Callable[[Callable, tuple, dict], Any] | None" = None
+                            through: "Callable[[Callable, tuple, dict], Any] | None" = None,
+                            replacement: "Callable[[], Callable] | None" = None
                             ) -> Revert:
     """Put a stand-in in place of `owner.name` that checks it and makes
     rewritten()'s copy of it at its first call; return the undo.
@@ -392,6 +393,10 @@ def rewritten_on_first_call(owner: Any, name: str,
     those calls to the copy (checked and compiled at the first of them),
     the others to the original: for a function that `import torch` itself
     calls, with arguments the fix does not concern.
+
+    With `replacement`, the first call installs `replacement()` (a function
+    written whole, not edited from the original's source) instead of a copy
+    made with `edits`, once the check passes.
 
     With `through`, the stand-in makes the calls as `through(function, args,
     kwargs)`, from its own frame, so that the stand-in's caller is two frames
@@ -430,8 +435,8 @@ def rewritten_on_first_call(owner: Any, name: str,
         if not made:
             try:
                 checked()
-                new = rewritten(original, _edits_for(original, edits, {**verified, **fixed}),
-                                verified, fixed)
+                new = replacement() if replacement is not None else rewritten(
+                    original, _edits_for(original, edits, {**verified, **fixed}), verified, fixed)
                 setattr(new, _MARK, True)
             except Exception as exc:
                 if not failure:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import types
 from types import ModuleType
+from typing import Callable
 
 from .. import _patching
 from .._backport import Backport, Release, Revert
@@ -81,15 +82,22 @@ def _check_for_subclass_arg(x: object) -> bool:
 
 
 def apply(fake_tensor: ModuleType, release: Release) -> Revert:
-    """Replace fake_tensor._check_for_subclass_arg by 2.13's check; return the
-    undo. The same code for every affected release (one fingerprint)."""
-    new = types.FunctionType(_check_for_subclass_arg.__code__, vars(fake_tensor),
-                             "_check_for_subclass_arg")
-    new.__module__ = fake_tensor.__name__
-    new.__qualname__ = "_check_for_subclass_arg"
-    new.__doc__ = "torch-backports: _check_for_subclass_arg of pytorch/pytorch#184871"
-    return _patching.replace_attribute(fake_tensor, "_check_for_subclass_arg", new,
-                                       VERIFIED, FIXED)
+    """Put a stand-in for fake_tensor._check_for_subclass_arg that checks the
+    shipped one and installs 2.13's at its first call; return the undo. The
+    same code for every affected release (one fingerprint). `import torch`
+    loads fake_tensor but never calls the function: the check (reading its
+    source) waits for the first fake-tensor dispatch, as on a pre-release of
+    2.13.0, which is judged by this check."""
+    def fixed() -> Callable:
+        new = types.FunctionType(_check_for_subclass_arg.__code__, vars(fake_tensor),
+                                 "_check_for_subclass_arg")
+        new.__module__ = fake_tensor.__name__
+        new.__qualname__ = "_check_for_subclass_arg"
+        new.__doc__ = "torch-backports: _check_for_subclass_arg of pytorch/pytorch#184871"
+        return new
+
+    return _patching.rewritten_on_first_call(fake_tensor, "_check_for_subclass_arg", [],
+                                             VERIFIED, FIXED, replacement=fixed)
 
 
 REPRODUCER = r'''
