@@ -69,8 +69,8 @@ def read_opt_in(
 
 def _names(raw: str, known: Collection[str]) -> Tuple[FrozenSet[str], Tuple[str, ...]]:
     if not raw.strip():
-        # The usual case, read at every backport's target import: keying
-        # every known name for nothing cost ~4 M instructions in `import torch`.
+        # The usual case, read at each backport's target import inside
+        # `import torch`: no name to key, so no known name is keyed.
         return frozenset(), ()
     by_key = {_key(name): name for name in known}
     names = set()
