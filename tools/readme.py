@@ -20,7 +20,7 @@ import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -65,12 +65,6 @@ def affected(backport: Backport) -> str:
     if last.endswith(".x") and first == last[:-1] + "0":
         return last
     return "%s – %s" % (first, last)
-
-
-def fixed_in(backport: Backport) -> str:
-    """The first fixed release and every upstream reference."""
-    links = [reference(url) for url in backport.upstream]
-    return format_release(backport.first_fixed) + (" (%s)" % ", ".join(links) if links else "")
 
 
 def fixes_table(catalogue: Iterable[Backport]) -> str:
@@ -179,18 +173,24 @@ def gpu_proven() -> Dict[str, set]:
     return proven
 
 
-def compatibility_table(catalogue: Iterable[Backport]) -> str:
+def compatibility_rows(catalogue: Iterable[Backport]) -> List[Tuple[str, List[Tuple[str, bool]]]]:
+    """Each backport's name and, per column, its mark and whether a GPU run
+    proved it there."""
     ci = ci_plan.ci_releases()
     results = ROOT / "tests" / "matrix-results.json"
     matrix = json.loads(results.read_text())["results"] if results.exists() else {}
     gpu = gpu_proven()
     recorded = cells.load()
+    return [(backport.name, [(cell(backport, v, ci, matrix, recorded),
+                              backport.name in gpu.get(v, ())) for v in COLUMNS])
+            for backport in catalogue]
+
+
+def compatibility_table(rows: List[Tuple[str, List[Tuple[str, bool]]]]) -> str:
     lines = ["| backport | " + " | ".join(COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
-    for backport in catalogue:
-        lines.append("| `%s` | " % backport.name + " | ".join(
-            cell(backport, v, ci, matrix, recorded)
-            + (" GPU" if backport.name in gpu.get(v, ()) else "")
-            for v in COLUMNS) + " |")
+    for name, marks in rows:
+        lines.append("| `%s` | " % name + " | ".join(
+            mark + (" GPU" if on_gpu else "") for mark, on_gpu in marks) + " |")
     return "\n".join(lines)
 
 
@@ -251,15 +251,11 @@ LEGEND = {
 
 
 def compatibility_page(catalogue: List[Backport]) -> str:
-    table = compatibility_table(catalogue)
-    marks = set()
-    for row in table.splitlines()[2:]:
-        for cell_text in row.split(" | ")[1:]:
-            cell_text = cell_text.rstrip(" |")
-            if cell_text.endswith(" GPU"):
-                marks.add("GPU")
-                cell_text = cell_text[:-4]
-            marks.add(cell_text)
+    rows = compatibility_rows(catalogue)
+    table = compatibility_table(rows)
+    marks = {mark for _, row in rows for mark, _ in row}
+    if any(on_gpu for _, row in rows for _, on_gpu in row):
+        marks.add("GPU")
     unknown = marks - set(LEGEND)
     if unknown:
         raise SystemExit("tools/readme.py: no legend for the marks %s" % sorted(unknown))
