@@ -77,15 +77,24 @@ BACKPORTS: Tuple[Tuple[str, str, Release, Release], ...] = (
 
 
 # The names and entries of BACKPORTS, read many times inside `import torch`
-# (for each hooked module there): made once per BACKPORTS (tests swap it).
-_index: list = [None, (), {}]
+# (for each hooked module there), and the names by key(), which only a name
+# the user typed needs (made at its first use): made once per BACKPORTS
+# (tests swap it).
+_index: list = [None, (), {}, None]
 
 
 def _indexed() -> list:
     if _index[0] is not BACKPORTS:
         _index[:] = [BACKPORTS, tuple(entry[0] for entry in BACKPORTS),
-                     {entry[0]: entry for entry in BACKPORTS}]
+                     {entry[0]: entry for entry in BACKPORTS}, None]
     return _index
+
+
+def _by_key() -> "dict[str, str]":
+    index = _indexed()
+    if index[3] is None:
+        index[3] = {key(name): name for name in index[1]}
+    return index[3]
 
 
 def names() -> Tuple[str, ...]:
@@ -98,15 +107,10 @@ def key(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-_BY_KEY: "dict[str, str]" = {}
-
-
 def canonical(name: str) -> "str | None":
     """The registry's spelling of the backport `name` matches (key()), or
     None if it matches none."""
-    if not _BY_KEY:
-        _BY_KEY.update((key(entry[0]), entry[0]) for entry in BACKPORTS)
-    return _BY_KEY.get(key(name))
+    return _by_key().get(key(name))
 
 
 def nearest(name: str) -> "str | None":
@@ -114,9 +118,9 @@ def nearest(name: str) -> "str | None":
     nothing is near it."""
     import difflib  # only for a name that matched nothing: ~1 ms to import
 
-    canonical("")  # fills _BY_KEY
-    close = difflib.get_close_matches(key(name), list(_BY_KEY), n=1, cutoff=0.6)
-    return _BY_KEY[close[0]] if close else None
+    by_key = _by_key()
+    close = difflib.get_close_matches(key(name), list(by_key), n=1, cutoff=0.6)
+    return by_key[close[0]] if close else None
 
 
 def did_you_mean(name: str) -> str:
