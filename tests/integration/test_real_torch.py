@@ -337,10 +337,11 @@ def test_fx_wrap_through_its_stand_in_behaves_as_stock():
 
 # Run in one of inductor's compile workers, the process torch starts as
 # `sys.executable .../compile_worker/__main__.py` with the parent's
-# environment: import every backport's target there, as a job might, and
-# write the worker's own states. The job is exec with this text, which
-# pickles by reference, as any job the worker runs must.
-WORKER_JOB = """
+# environment, and then in the parent: import every backport's target, as a
+# job might, and write that process's own states to the file named. The job
+# is exec with this text, which pickles by reference, as any job the worker
+# runs must.
+STATES_JOB = """
 import importlib, json, torch_backports
 from torch_backports import _registry
 for name in _registry.names():
@@ -359,29 +360,21 @@ def test_compile_workers_get_the_patches_as_the_parent_has_them(tmp_path):
     site runs the .pth there, so each backport stands in a worker as in the
     parent, applied where the parent has it applied."""
     needs_torch()
-    worker = tmp_path / "worker.json"
+    worker, parent = tmp_path / "worker.json", tmp_path / "parent.json"
     done = run_python(
-        "import functools, importlib, json\n"
+        "import functools\n"
         "import torch\n"
         "from torch._inductor.compile_worker.subproc_pool import SubprocPool\n"
-        "import torch_backports\n"
-        "from torch_backports import _registry\n"
         "pool = SubprocPool(1)\n"
         "try:\n"
         "    pool.submit(functools.partial(exec, %r, {})).result(timeout=600)\n"
         "finally:\n"
         "    pool.shutdown()\n"
-        "for name in _registry.names():\n"
-        "    try:\n"
-        "        importlib.import_module(_registry.target(name))\n"
-        "    except Exception:\n"
-        "        pass\n"
-        "print(json.dumps({r['name']: r['state'] for r in torch_backports.status()}))\n"
-        % (WORKER_JOB % str(worker),), timeout=900)
+        "exec(%r, {})\n" % (STATES_JOB % str(worker), STATES_JOB % str(parent)), timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    parent = last_json(done.stdout)
-    assert json.loads(worker.read_text()) == parent
+    states = json.loads(parent.read_text())
+    assert json.loads(worker.read_text()) == states
     release = release_of(EXPECTED)
     needed = [n for n in _registry.names() if _registry.load(n).needed_by(release)
               and not _registry.load(n).off_by_default]
-    assert [n for n in needed if parent[n] == "applied"] == needed, parent
+    assert [n for n in needed if states[n] == "applied"] == needed, states
